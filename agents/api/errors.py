@@ -1,0 +1,74 @@
+"""Every API error in the project: ``{"error": {"code", "message"}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from agents.services import ServiceError
+
+CODES = {
+    400: "invalid_request",
+    401: "unauthorized_client",
+    403: "access_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+    500: "server_error",
+}
+
+
+def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_response(status_code: int, message: str, code: str | None = None) -> JsonResponse:
+    return JsonResponse(
+        error_body(code or CODES.get(status_code, "error"), message), status=status_code
+    )
+
+
+def _first_message(detail: Any, path: str = "") -> str:
+    """The first validation message, named by its field path (``sender.id is required``)."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = path if key == "non_field_errors" else f"{path}.{key}" if path else str(key)
+            return _first_message(value, name)
+    if isinstance(detail, list) and detail:
+        return _first_message(detail[0], path)
+    text = str(detail)
+    if path and text.startswith("This field"):
+        return f"{path}{text[len('This field'):]}".replace(" is required.", " is required")
+    return f"{path}: {text}" if path else text
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ServiceError):
+        return Response(error_body(exc.code, exc.message), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if not isinstance(exc, exceptions.APIException):
+        return None
+    headers: dict[str, str] = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+    if isinstance(exc, exceptions.ValidationError):
+        message = _first_message(exc.detail)
+        code = "invalid_request"
+    else:
+        message = str(exc.detail)
+        code = CODES.get(exc.status_code, str(exc.default_code))
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            code = "invalid_client"
+    return Response(error_body(code, message), status=exc.status_code, headers=headers)

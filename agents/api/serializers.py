@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from agents.content import ContentError, clean_content
+from agents.models import Chat, Message
+
+AGENT_TEXT_LIMIT = 4000
+
+
+class ChannelOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+
+
+class ClientOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField(source="display_name")
+    email = serializers.CharField()
+    phone = serializers.CharField()
+
+
+class ChatOut(serializers.Serializer[Chat]):
+    id = serializers.IntegerField()
+    state = serializers.CharField()
+    channel = ChannelOut()
+    client = ClientOut()
+    client_typing = serializers.BooleanField()
+    created = serializers.DateTimeField()
+
+
+class ContactOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField(source="display_name")
+    email = serializers.CharField()
+    phone = serializers.CharField()
+    photo = serializers.CharField(source="photo_url")
+    url = serializers.CharField()
+    invite = serializers.CharField(source="invite_text")
+    description = serializers.CharField()
+    visitor_number = serializers.IntegerField()
+    visitor = serializers.JSONField(source="visitor_data")
+
+
+class AgentRefOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class ChatDetailOut(ChatOut):
+    client = ContactOut()  # type: ignore[assignment]
+    agents = AgentRefOut(many=True, source="agents.all")
+    department = serializers.CharField(source="department.name", default=None)
+    rating = serializers.CharField()
+    blacklisted = serializers.BooleanField()
+    custom_data = serializers.JSONField()
+    contact_info = serializers.JSONField()
+    crm_link = serializers.CharField()
+    enable_assign = serializers.BooleanField()
+    accepted = serializers.DateTimeField(source="accepted_at")
+    finished = serializers.DateTimeField(source="finished_at")
+
+
+class DeliveryOut(serializers.Serializer[Any]):
+    status = serializers.CharField(source="delivery_status")
+    error = serializers.CharField(source="delivery_error")
+
+
+class MessageOut(serializers.Serializer[Message]):
+    id = serializers.IntegerField()
+    author = serializers.CharField()
+    agent_name = serializers.CharField(source="agent.name", default=None)
+    type = serializers.CharField()
+    text = serializers.CharField()
+    payload = serializers.JSONField()
+    created = serializers.DateTimeField()
+    delivery = DeliveryOut(source="*")
+
+
+class StatusIn(serializers.Serializer[Any]):
+    status = serializers.ChoiceField(choices=["online", "offline"])
+
+
+class TypingIn(serializers.Serializer[Any]):
+    typing = serializers.BooleanField()
+
+
+class MessageIn(serializers.Serializer[Any]):
+    """``{"type": "text", "text": …}`` or a media type with its fields."""
+
+    type = serializers.ChoiceField(choices=Message.Type.values)
+    text = serializers.CharField(required=False, allow_blank=True, max_length=AGENT_TEXT_LIMIT)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        fields = dict(self.initial_data)
+        try:
+            attrs["content"] = clean_content(attrs["type"], fields)
+        except ContentError as error:
+            raise serializers.ValidationError(str(error)) from error
+        return attrs

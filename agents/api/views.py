@@ -1,0 +1,117 @@
+"""The agent REST API: the same operations as the agent pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents import selectors, services
+from agents.api.serializers import (
+    ChatDetailOut,
+    ChatOut,
+    MessageIn,
+    MessageOut,
+    StatusIn,
+    TypingIn,
+)
+from agents.models import Agent, Chat
+
+
+class ChatPagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class AgentView(APIView):
+    def agent(self, request: Request) -> Agent:
+        assert isinstance(request.user, Agent)
+        return request.user
+
+    def chat(self, request: Request, chat_id: int) -> Chat:
+        try:
+            return selectors.chat_for_agent(agent=self.agent(request), chat_id=chat_id)
+        except Chat.DoesNotExist as error:
+            raise Http404 from error
+
+
+class StatusView(AgentView):
+    @extend_schema(request=StatusIn, responses=StatusIn, summary="Go online or offline")
+    def post(self, request: Request) -> Response:
+        data = StatusIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        agent = services.set_agent_status(
+            agent=self.agent(request), online=data.validated_data["status"] == "online"
+        )
+        return Response({"status": agent.status})
+
+
+class ChatListView(AgentView):
+    class QueryIn(serializers.Serializer[Any]):
+        state = serializers.ChoiceField(choices=Chat.State.values, required=False)
+
+    @extend_schema(parameters=[QueryIn], responses=ChatOut(many=True), summary="My chats")
+    def get(self, request: Request) -> Response:
+        query = self.QueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        chats = selectors.chats_for_agent(
+            agent=self.agent(request), state=query.validated_data.get("state")
+        )
+        paginator = ChatPagination()
+        page = paginator.paginate_queryset(chats, request, view=self)
+        return paginator.get_paginated_response(ChatOut(page, many=True).data)
+
+
+class ChatDetailView(AgentView):
+    @extend_schema(responses=ChatDetailOut, summary="One chat with contact info and CRM data")
+    def get(self, request: Request, chat_id: int) -> Response:
+        return Response(ChatDetailOut(self.chat(request, chat_id)).data)
+
+
+class ChatMessagesView(AgentView):
+    @extend_schema(responses=MessageOut(many=True), summary="The chat's messages")
+    def get(self, request: Request, chat_id: int) -> Response:
+        chat = self.chat(request, chat_id)
+        return Response(MessageOut(selectors.messages_of(chat=chat), many=True).data)
+
+    @extend_schema(request=MessageIn, responses={201: MessageOut}, summary="Reply in the chat")
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = self.chat(request, chat_id)
+        data = MessageIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        message = services.post_agent_message(
+            chat=chat, agent=self.agent(request), content=data.validated_data["content"]
+        )
+        return Response(MessageOut(message).data, status=201)
+
+
+class AcceptView(AgentView):
+    @extend_schema(request=None, responses=ChatDetailOut, summary="Reply: take a queued chat")
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = services.accept_chat(chat=self.chat(request, chat_id), agent=self.agent(request))
+        return Response(ChatDetailOut(chat).data)
+
+
+class FinishView(AgentView):
+    @extend_schema(request=None, responses=ChatDetailOut, summary="Finish the chat")
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = services.finish_chat(chat=self.chat(request, chat_id), agent=self.agent(request))
+        return Response(ChatDetailOut(chat).data)
+
+
+class TypingView(AgentView):
+    @extend_schema(request=TypingIn, responses=TypingIn, summary="Typing started or stopped")
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = self.chat(request, chat_id)
+        data = TypingIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        typing = data.validated_data["typing"]
+        services.set_agent_typing(chat=chat, agent=self.agent(request), typing=typing)
+        return Response({"typing": typing})

@@ -1,0 +1,141 @@
+"""Every event the conversation core publishes, in one place.
+
+A service publishes exactly one event per state change. Integration apps
+subscribe in their ``AppConfig.ready()``; ``agents`` imports none of them.
+
+Subscribers run inside the publishing service's transaction. That is a
+deliberate choice (docs/decisions.md): a subscriber that writes an outbox row
+(``delivery.enqueue``) commits or rolls back together with the change that
+caused it, so a rolled-back change sends nothing and a committed one is never
+forgotten. Anything that leaves the database — a Celery message, a network
+call — a subscriber defers to ``transaction.on_commit`` itself, so the outside
+world hears of an event only after its commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all events; ``chat_id`` is set wherever a chat is concerned."""
+
+
+@dataclass(frozen=True)
+class ChatOpened(Event):
+    """A client's first message opened a chat (state BOT or QUEUED)."""
+
+    chat_id: int
+    state: str
+
+
+@dataclass(frozen=True)
+class ChatQueued(Event):
+    """A chat left the bot and waits for an agent."""
+
+    chat_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ChatAccepted(Event):
+    """An agent pressed Reply: the chat is ACTIVE with that agent."""
+
+    chat_id: int
+    agent_id: int
+
+
+@dataclass(frozen=True)
+class ChatFinished(Event):
+    """The chat was closed, by an agent (``agent_id``) or by the system."""
+
+    chat_id: int
+    agent_id: int | None
+
+
+@dataclass(frozen=True)
+class ChatRated(Event):
+    chat_id: int
+    rating: str
+
+
+@dataclass(frozen=True)
+class ClientBlacklisted(Event):
+    chat_id: int
+    client_id: int
+
+
+@dataclass(frozen=True)
+class MessagePosted(Event):
+    """A client, agent, bot or system message was stored in a chat."""
+
+    chat_id: int
+    message_id: int
+    author: str
+
+
+@dataclass(frozen=True)
+class MessageDeliveryChanged(Event):
+    """An outbound message's delivery state changed (sending, delivered, failed)."""
+
+    chat_id: int
+    message_id: int
+    status: str
+
+
+@dataclass(frozen=True)
+class TypingChanged(Event):
+    """The client or an agent started or stopped typing."""
+
+    chat_id: int
+    who: str  # "client" or "agent"
+    typing: bool
+    agent_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ClientUpdated(Event):
+    """A client's contact data changed (name, phone, email, photo, …)."""
+
+    client_id: int
+    chat_id: int | None
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentStatusChanged(Event):
+    agent_id: int
+    online: bool
+
+
+E = TypeVar("E", bound=Event)
+Handler = Callable[[E], None]
+
+_subscribers: defaultdict[type[Event], list[Callable[[Event], None]]] = defaultdict(list)
+
+
+def subscribe(event_type: type[E], handler: Callable[[E], None]) -> None:
+    """Call ``handler`` for every published ``event_type`` (idempotent)."""
+    handlers = _subscribers[event_type]
+    if handler not in handlers:
+        handlers.append(handler)  # type: ignore[arg-type]
+
+
+def unsubscribe(event_type: type[E], handler: Callable[[E], None]) -> None:
+    handlers = _subscribers[event_type]
+    if handler in handlers:
+        handlers.remove(handler)  # type: ignore[arg-type]
+
+
+def publish(event: Event) -> None:
+    """Hand ``event`` to its subscribers, inside the caller's transaction."""
+    logger.info("event %s %s", type(event).__name__, event)
+    for handler in list(_subscribers[type(event)]):
+        handler(event)

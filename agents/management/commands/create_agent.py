@@ -1,0 +1,36 @@
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.validators import validate_email
+from django.db import transaction
+
+from agents.models import Agent
+from agents.services import set_agent_status
+from agents.tokens import issue_token
+
+
+class Command(BaseCommand):
+    help = 'Create an agent; print {"id", "email", "token"}.'
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--email", required=True)
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--password", help="for the agent pages; none: API only")
+        parser.add_argument("--online", action="store_true", help="start online")
+
+    @transaction.atomic
+    def handle(self, *args: Any, **options: Any) -> None:
+        email = options["email"].strip().lower()
+        try:
+            validate_email(email)
+        except ValidationError as error:
+            raise CommandError(f"not an email address: {email}") from error
+        if Agent.objects.filter(email=email).exists():
+            raise CommandError(f"an agent with email {email} exists already")
+        agent = Agent.objects.create_user(email, options["password"], name=options["name"])
+        if options["online"]:
+            set_agent_status(agent=agent, online=True)
+        token = issue_token(agent=agent)
+        self.stdout.write(json.dumps({"id": agent.pk, "email": agent.email, "token": token}))

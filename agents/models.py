@@ -1,0 +1,276 @@
+"""The conversation core: agents, channels, clients, chats and their messages.
+
+Fields, constraints and small derived properties only; every state change
+lives in ``agents/services.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any, ClassVar
+
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+def new_public_id() -> str:
+    """A channel's public id: short, URL-safe, unguessable enough to not enumerate."""
+    return secrets.token_urlsafe(12)
+
+
+class AgentManager(BaseUserManager["Agent"]):
+    use_in_migrations = True
+
+    def create_user(
+        self, email: str, password: str | None = None, **fields: Any
+    ) -> Agent:
+        if not email:
+            raise ValueError("An agent needs an email address")
+        agent = self.model(email=self.normalize_email(email).lower(), **fields)
+        agent.set_password(password)
+        agent.save(using=self._db)
+        return agent
+
+    def create_superuser(self, email: str, password: str | None = None, **fields: Any) -> Agent:
+        fields.setdefault("is_staff", True)
+        fields.setdefault("is_superuser", True)
+        return self.create_user(email, password, **fields)
+
+
+class Department(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Agent(AbstractBaseUser, PermissionsMixin):
+    """A person who answers chats; staff agents also use the admin."""
+
+    email = models.EmailField(unique=True)
+    name = models.CharField(max_length=200)
+    phone = models.CharField(max_length=50, blank=True)
+    photo_url = models.URLField(max_length=500, blank=True)
+    is_online = models.BooleanField(default=False)
+    departments = models.ManyToManyField(Department, blank=True, related_name="agents")
+    is_staff = models.BooleanField(default=False)
+    is_active = models.BooleanField(default=True)
+    date_joined = models.DateTimeField(default=timezone.now)
+
+    objects = AgentManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS = ["name"]
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+    @property
+    def status(self) -> str:
+        return "online" if self.is_online else "offline"
+
+
+class ApiToken(models.Model):
+    """An agent's API token. Only its SHA-256 is stored; the key is shown once.
+
+    A lookup by the hash of what the caller sent leaks nothing usable through
+    timing (the attacker cannot steer the hash), which is the constant-time
+    property a direct key comparison would need.
+    """
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="api_token")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    def __str__(self) -> str:
+        return f"token of {self.agent.email}"
+
+
+class Channel(models.Model):
+    """The base every kind of channel points to (Chat API, website widget, …)."""
+
+    class Kind(models.TextChoices):
+        CHAT_API = "chat_api", "Chat API"
+        WIDGET = "widget", "Website widget"
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
+    is_active = models.BooleanField(default=True)
+    agents = models.ManyToManyField(Agent, blank=True, related_name="channels")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+
+class Counter(models.Model):
+    """Named gap-free counters (the installation-wide visitor number)."""
+
+    name = models.CharField(max_length=50, primary_key=True)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value}"
+
+
+class Client(models.Model):
+    """A customer on one channel, known by the integrator's id for them."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="clients")
+    external_id = models.CharField(max_length=255)
+    # The id exactly as the integrator sent it (string or number), returned unchanged.
+    external_id_raw = models.JSONField(null=True, blank=True)
+    name = models.CharField(max_length=255, blank=True)
+    phone = models.CharField(max_length=100, blank=True)
+    email = models.CharField(max_length=255, blank=True)
+    photo_url = models.URLField(max_length=1000, blank=True)
+    url = models.URLField(max_length=1000, blank=True)
+    invite_text = models.TextField(blank=True)
+    description = models.TextField(blank=True)
+    user_token = models.CharField(max_length=255, blank=True)
+    visitor_number = models.PositiveBigIntegerField(unique=True)
+    # What the site knows of the visitor: page, UTM, geoip, user agent, ip.
+    visitor_data = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "external_id"], name="client_unique_per_channel"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.display_name} #{self.visitor_number}"
+
+    @property
+    def display_name(self) -> str:
+        return self.name or "Anonymous"
+
+
+class Chat(models.Model):
+    class State(models.TextChoices):
+        BOT = "bot", "With bot"
+        QUEUED = "queued", "Queued"
+        ACTIVE = "active", "Active"
+        FINISHED = "finished", "Finished"
+
+    class Rating(models.TextChoices):
+        POSITIVE = "positive", "Positive"
+        NEGATIVE = "negative", "Negative"
+
+    OPEN_STATES: ClassVar[tuple[str, ...]] = (State.BOT, State.QUEUED, State.ACTIVE)
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="chats")
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="chats")
+    state = models.CharField(max_length=10, choices=State.choices, db_index=True)
+    agents = models.ManyToManyField(Agent, blank=True, related_name="chats")
+    department = models.ForeignKey(
+        Department, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats"
+    )
+    rating = models.CharField(max_length=10, choices=Rating.choices, blank=True)
+    blacklisted = models.BooleanField(default=False)
+    # The CRM side panel (chat_accepted reply, setCustomData).
+    custom_data = models.JSONField(default=list, blank=True)
+    contact_info = models.JSONField(default=dict, blank=True)
+    crm_link = models.URLField(max_length=1000, blank=True)
+    enable_assign = models.BooleanField(default=False)
+    client_typing_until = models.DateTimeField(null=True, blank=True)
+    agent_typing_until = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            # A client has at most one open chat; a new one opens after finish.
+            models.UniqueConstraint(
+                fields=["client"],
+                condition=Q(state__in=["bot", "queued", "active"]),
+                name="one_open_chat_per_client",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"chat {self.pk} ({self.state})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in self.OPEN_STATES
+
+    @property
+    def client_typing(self) -> bool:
+        return bool(self.client_typing_until and self.client_typing_until > timezone.now())
+
+    @property
+    def agent_typing(self) -> bool:
+        return bool(self.agent_typing_until and self.agent_typing_until > timezone.now())
+
+
+class Message(models.Model):
+    class Author(models.TextChoices):
+        CLIENT = "client", "Client"
+        AGENT = "agent", "Agent"
+        BOT = "bot", "Bot"
+        SYSTEM = "system", "System"
+
+    class Type(models.TextChoices):
+        TEXT = "text", "Text"
+        VIDEO = "video", "Video"
+        AUDIO = "audio", "Audio"
+        VOICE = "voice", "Voice"
+        PHOTO = "photo", "Photo"
+        STICKER = "sticker", "Sticker"
+        DOCUMENT = "document", "Document"
+        LOCATION = "location", "Location"
+        MARKDOWN = "markdown", "Markdown"
+        BUTTONS = "buttons", "Buttons"
+
+    class Delivery(models.TextChoices):
+        NONE = "", "Not sent anywhere"
+        PENDING = "pending", "Sending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Not delivered"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
+    author = models.CharField(max_length=10, choices=Author.choices)
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    type = models.CharField(max_length=10, choices=Type.choices, default=Type.TEXT)
+    text = models.TextField(blank=True)
+    # Type-specific fields (file, file_name, latitude, buttons, content, …).
+    payload = models.JSONField(default=dict, blank=True)
+    external_id = models.CharField(max_length=255, blank=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+    delivery_status = models.CharField(
+        max_length=10, choices=Delivery.choices, blank=True, default=Delivery.NONE
+    )
+    delivery_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["chat", "created"])]
+
+    def __str__(self) -> str:
+        return f"{self.author} {self.type} in chat {self.chat_id}"

@@ -1,0 +1,335 @@
+"""Every change of chat state, one verb each (design.md §3, §4).
+
+Each service runs in a transaction and publishes one event from
+``agents.events``. Views, the admin, commands, tasks and tests call these;
+none of them writes chat state by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents import events
+from agents.content import Content
+from agents.models import Agent, Channel, Chat, Client, Counter, Department, Message
+
+CONTACT_FIELDS = ("name", "phone", "email", "photo_url", "url", "invite_text", "description")
+VISITOR_COUNTER = "visitor_number"
+
+
+class ServiceError(Exception):
+    """A request the chat's current state does not allow (answered as 400)."""
+
+    code = "invalid_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidState(ServiceError):
+    code = "invalid_state"
+
+
+# --- agents -----------------------------------------------------------------
+
+
+@transaction.atomic
+def set_agent_status(*, agent: Agent, online: bool) -> Agent:
+    Agent.objects.filter(pk=agent.pk).update(is_online=online)
+    agent.is_online = online
+    events.publish(events.AgentStatusChanged(agent_id=agent.pk, online=online))
+    return agent
+
+
+# --- clients ----------------------------------------------------------------
+
+
+def _next_visitor_number() -> int:
+    """The next installation-wide visitor number: 1, 2, 3… with no gaps.
+
+    The UPDATE holds the counter row's lock until the caller's transaction
+    ends, so concurrent new clients take consecutive numbers, and a rolled
+    back client gives its number back.
+    """
+    if not Counter.objects.filter(name=VISITOR_COUNTER).update(value=F("value") + 1):
+        # Made by a migration; re-made here after a database flush.
+        Counter.objects.get_or_create(name=VISITOR_COUNTER)
+        Counter.objects.filter(name=VISITOR_COUNTER).update(value=F("value") + 1)
+    return Counter.objects.get(name=VISITOR_COUNTER).value
+
+
+def _open_chat_of(client: Client) -> Chat | None:
+    return Chat.objects.filter(client=client, state__in=Chat.OPEN_STATES).first()
+
+
+@transaction.atomic
+def get_or_create_client(
+    *, channel: Channel, external_id: str | int, contact: Mapping[str, str] | None = None
+) -> Client:
+    """The client ``external_id`` of ``channel``, created on first sight.
+
+    New non-empty contact values update the client the agent sees.
+    """
+    client, created = Client.objects.get_or_create(
+        channel=channel,
+        external_id=str(external_id),
+        defaults={"external_id_raw": external_id, "visitor_number": _next_visitor_number},
+    )
+    if not created and client.external_id_raw != external_id:
+        Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
+        client.external_id_raw = external_id
+    if contact:
+        update_client_contact(client=client, contact=contact)
+    return client
+
+
+@transaction.atomic
+def update_client_contact(*, client: Client, contact: Mapping[str, str]) -> list[str]:
+    """Set the given non-empty contact fields; publish ClientUpdated when any changed."""
+    changed = [
+        field
+        for field, value in contact.items()
+        if field in CONTACT_FIELDS and value and getattr(client, field) != value
+    ]
+    if not changed:
+        return []
+    for field in changed:
+        setattr(client, field, contact[field])
+    client.save(update_fields=changed)
+    chat = _open_chat_of(client)
+    events.publish(
+        events.ClientUpdated(
+            client_id=client.pk, chat_id=chat.pk if chat else None, fields=tuple(changed)
+        )
+    )
+    return changed
+
+
+@transaction.atomic
+def set_visitor_data(*, client: Client, data: Mapping[str, Any]) -> Client:
+    """Merge what the site knows of the visitor (page, UTM, geoip, user agent)."""
+    merged = {**client.visitor_data, **data}
+    if merged != client.visitor_data:
+        client.visitor_data = merged
+        client.save(update_fields=["visitor_data"])
+        chat = _open_chat_of(client)
+        events.publish(
+            events.ClientUpdated(
+                client_id=client.pk,
+                chat_id=chat.pk if chat else None,
+                fields=("visitor_data",),
+            )
+        )
+    return client
+
+
+# --- chat lifecycle ---------------------------------------------------------
+
+
+def _lock(chat: Chat) -> Chat:
+    """Re-read ``chat`` under a row lock, so concurrent changes queue up."""
+    return Chat.objects.select_for_update().get(pk=chat.pk)
+
+
+@transaction.atomic
+def open_chat(
+    *, client: Client, state: str = Chat.State.QUEUED, department: Department | None = None
+) -> Chat:
+    """Open a chat for ``client``, with the bot (BOT) or straight in the queue."""
+    if state not in (Chat.State.BOT, Chat.State.QUEUED):
+        raise InvalidState(f"a chat opens in state bot or queued, not {state}")
+    if _open_chat_of(client) is not None:
+        raise InvalidState("the client already has an open chat")
+    now = timezone.now()
+    chat = Chat.objects.create(
+        channel=client.channel,
+        client=client,
+        state=state,
+        department=department,
+        created=now,
+        queued_at=now if state == Chat.State.QUEUED else None,
+    )
+    events.publish(events.ChatOpened(chat_id=chat.pk, state=state))
+    return chat
+
+
+@transaction.atomic
+def post_client_message(
+    *,
+    client: Client,
+    content: Content,
+    external_id: str = "",
+    open_state: str = Chat.State.QUEUED,
+) -> Message:
+    """Store a client's message, opening a chat when the client has none open."""
+    Client.objects.select_for_update().filter(pk=client.pk).first()  # one opener at a time
+    chat = _open_chat_of(client) or open_chat(client=client, state=open_state)
+    message = Message.objects.create(
+        chat=chat,
+        author=Message.Author.CLIENT,
+        type=content.type,
+        text=content.text,
+        payload=content.payload,
+        external_id=external_id,
+    )
+    if chat.client_typing_until is not None:
+        Chat.objects.filter(pk=chat.pk).update(client_typing_until=None)
+    events.publish(
+        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=message.author)
+    )
+    return message
+
+
+@transaction.atomic
+def queue_chat(*, chat: Chat, reason: str) -> Chat:
+    """Hand a bot chat to the agents (INVITE_AGENT, bot unreachable)."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.BOT:
+        raise InvalidState(f"only a chat with the bot can be queued, this one is {chat.state}")
+    chat.state = Chat.State.QUEUED
+    chat.queued_at = timezone.now()
+    chat.save(update_fields=["state", "queued_at"])
+    events.publish(events.ChatQueued(chat_id=chat.pk, reason=reason))
+    return chat
+
+
+@transaction.atomic
+def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
+    """The agent's Reply: a queued (or bot) chat becomes ACTIVE with this agent."""
+    chat = _lock(chat)
+    if chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists():
+        return chat  # pressing Reply twice changes nothing
+    if chat.state not in (Chat.State.QUEUED, Chat.State.BOT):
+        raise InvalidState(f"the chat is {chat.state} and cannot be accepted")
+    chat.state = Chat.State.ACTIVE
+    chat.accepted_at = timezone.now()
+    chat.save(update_fields=["state", "accepted_at"])
+    chat.agents.add(agent)
+    events.publish(events.ChatAccepted(chat_id=chat.pk, agent_id=agent.pk))
+    return chat
+
+
+def _post(chat: Chat, author: str, content: Content, agent: Agent | None = None) -> Message:
+    message = Message.objects.create(
+        chat=chat,
+        author=author,
+        agent=agent,
+        type=content.type,
+        text=content.text,
+        payload=content.payload,
+    )
+    events.publish(
+        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author)
+    )
+    return message
+
+
+@transaction.atomic
+def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message:
+    chat = _lock(chat)
+    if chat.state != Chat.State.ACTIVE:
+        raise InvalidState(f"the chat is {chat.state}: press Reply before writing")
+    if not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("the chat was accepted by another agent")
+    if chat.agent_typing_until is not None:
+        Chat.objects.filter(pk=chat.pk).update(agent_typing_until=None)
+    return _post(chat, Message.Author.AGENT, content, agent)
+
+
+@transaction.atomic
+def post_bot_message(*, chat: Chat, content: Content) -> Message:
+    chat = _lock(chat)
+    if not chat.is_open:
+        raise InvalidState("the chat is finished")
+    return _post(chat, Message.Author.BOT, content)
+
+
+@transaction.atomic
+def post_system_message(*, chat: Chat, text: str) -> Message:
+    return _post(chat, Message.Author.SYSTEM, Content("text", text, {}))
+
+
+@transaction.atomic
+def set_client_typing(*, chat: Chat, typing: bool) -> Chat:
+    """typein / typeout from the client; typing expires after TYPING_TTL_SECONDS."""
+    until = timezone.now() + timedelta(seconds=settings.TYPING_TTL_SECONDS) if typing else None
+    Chat.objects.filter(pk=chat.pk).update(client_typing_until=until)
+    chat.client_typing_until = until
+    events.publish(events.TypingChanged(chat_id=chat.pk, who="client", typing=typing))
+    return chat
+
+
+@transaction.atomic
+def set_agent_typing(*, chat: Chat, agent: Agent, typing: bool) -> Chat:
+    chat = _lock(chat)
+    if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("typing is sent only in an active chat of yours")
+    until = timezone.now() + timedelta(seconds=settings.TYPING_TTL_SECONDS) if typing else None
+    chat.agent_typing_until = until
+    chat.save(update_fields=["agent_typing_until"])
+    events.publish(
+        events.TypingChanged(chat_id=chat.pk, who="agent", typing=typing, agent_id=agent.pk)
+    )
+    return chat
+
+
+@transaction.atomic
+def finish_chat(*, chat: Chat, agent: Agent | None = None) -> Chat:
+    chat = _lock(chat)
+    if not chat.is_open:
+        raise InvalidState("the chat is already finished")
+    if agent is not None and chat.state == Chat.State.ACTIVE:
+        if not chat.agents.filter(pk=agent.pk).exists():
+            raise InvalidState("the chat was accepted by another agent")
+    chat.state = Chat.State.FINISHED
+    chat.finished_at = timezone.now()
+    chat.client_typing_until = None
+    chat.agent_typing_until = None
+    chat.save(
+        update_fields=["state", "finished_at", "client_typing_until", "agent_typing_until"]
+    )
+    events.publish(events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None))
+    return chat
+
+
+@transaction.atomic
+def rate_chat(*, chat: Chat, rating: str) -> Chat:
+    """The client's verdict: positive, negative, or "" for none."""
+    if rating not in ("", *Chat.Rating.values):
+        raise ServiceError("rating must be positive, negative or empty")
+    Chat.objects.filter(pk=chat.pk).update(rating=rating)
+    chat.rating = rating
+    events.publish(events.ChatRated(chat_id=chat.pk, rating=rating))
+    return chat
+
+
+@transaction.atomic
+def blacklist_client(*, chat: Chat) -> Chat:
+    Chat.objects.filter(pk=chat.pk).update(blacklisted=True)
+    chat.blacklisted = True
+    events.publish(events.ClientBlacklisted(chat_id=chat.pk, client_id=chat.client_id))
+    return chat
+
+
+@transaction.atomic
+def mark_message_delivery(*, message: Message, status: str, error: str = "") -> Message:
+    """Record an outbound message's delivery state (set by the integration apps)."""
+    if status not in Message.Delivery.values:
+        raise ServiceError(f"unknown delivery status {status!r}")
+    Message.objects.filter(pk=message.pk).update(delivery_status=status, delivery_error=error)
+    message.delivery_status = status
+    message.delivery_error = error
+    events.publish(
+        events.MessageDeliveryChanged(
+            chat_id=message.chat_id, message_id=message.pk, status=status
+        )
+    )
+    return message

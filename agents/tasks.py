@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db.models import Max
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agents import services
+from agents.models import Chat
+
+
+@shared_task
+def finish_inactive_chats() -> int:
+    """Finish open chats with no message for INACTIVE_CHAT_HOURS; returns how many."""
+    hours = settings.INACTIVE_CHAT_HOURS
+    if hours <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(hours=hours)
+    idle = (
+        Chat.objects.filter(state__in=Chat.OPEN_STATES)
+        .annotate(last_activity=Coalesce(Max("messages__created"), "created"))
+        .filter(last_activity__lt=cutoff)
+    )
+    finished = 0
+    for chat in idle:
+        try:
+            services.finish_chat(chat=chat)
+        except services.InvalidState:
+            continue  # finished meanwhile by an agent
+        finished += 1
+    return finished

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ChannelsApiConfig(AppConfig):
+    name = "channels_api"
+    verbose_name = "Chat Channel API"

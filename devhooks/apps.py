@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DevhooksConfig(AppConfig):
+    name = "devhooks"
+    verbose_name = "Developer API"

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents import events
+from agents.models import Agent
+from agents.tokens import issue_token
+from tests.factories import AgentFactory
+from tests.worker import Worker
+
+
+@pytest.fixture
+def agent(db: None) -> Agent:
+    return AgentFactory(is_online=True)
+
+
+@pytest.fixture
+def api(agent: Agent) -> APIClient:
+    """An API client signed in as ``agent`` with its token."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=agent)}")
+    return client
+
+
+@pytest.fixture
+def published() -> Iterator[list[events.Event]]:
+    """Every event published while the test runs, in order."""
+    seen: list[events.Event] = []
+    kinds = [
+        kind for kind in vars(events).values()
+        if isinstance(kind, type) and issubclass(kind, events.Event) and kind is not events.Event
+    ]  # fmt: skip
+    for kind in kinds:
+        events.subscribe(kind, seen.append)
+    yield seen
+    for kind in kinds:
+        events.unsubscribe(kind, seen.append)
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[Worker]:
+    """One real worker process for the session's integration tests."""
+    from config.celery import app
+
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        app.control.purge()
+        worker = Worker().start()
+    yield worker
+    worker.stop()
