@@ -10,7 +10,7 @@ from agents.models import Agent, ApiToken, Channel, Chat, Client, Department, Me
 
 
 @admin.register(Agent)
-class AgentAdmin(UserAdmin):  # type: ignore[type-arg]
+class AgentAdmin(UserAdmin):
     ordering = ["name"]
     list_display = ["name", "email", "is_online", "is_staff", "is_active"]
     list_filter = ["is_online", "is_staff", "is_active", "departments"]
@@ -71,9 +71,17 @@ class ReadOnlyMixin:
 
 class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Chat]):
     model = Message
-    fields = ["created", "author", "agent", "type", "text", "payload", "delivery_status",
-              "delivery_error", "external_id"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "created",
+        "author",
+        "agent",
+        "type",
+        "text",
+        "payload",
+        "delivery_status",
+        "delivery_error",
+        "external_id",
+    )
     extra = 0
 
 
@@ -91,5 +99,4 @@ class ChatAdmin(ReadOnlyMixin, admin.ModelAdmin[Chat]):
 @admin.register(ApiToken)
 class ApiTokenAdmin(ReadOnlyMixin, admin.ModelAdmin[ApiToken]):
     list_display = ["agent", "created"]
-    fields = ["agent", "created"]
-    readonly_fields = fields
+    fields = readonly_fields = ("agent", "created")

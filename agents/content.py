@@ -41,11 +41,7 @@ def is_http_url(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _positive_int(value: object) -> bool:

@@ -131,7 +131,7 @@ def subscribe(event_type: type[E], handler: Callable[[E], None]) -> None:
 def unsubscribe(event_type: type[E], handler: Callable[[E], None]) -> None:
     handlers = _subscribers[event_type]
     if handler in handlers:
-        handlers.remove(handler)  # type: ignore[arg-type]
+        handlers.remove(handler)
 
 
 def publish(event: Event) -> None:

@@ -24,9 +24,7 @@ def new_public_id() -> str:
 class AgentManager(BaseUserManager["Agent"]):
     use_in_migrations = True
 
-    def create_user(
-        self, email: str, password: str | None = None, **fields: Any
-    ) -> Agent:
+    def create_user(self, email: str, password: str | None = None, **fields: Any) -> Agent:
         if not email:
             raise ValueError("An agent needs an email address")
         agent = self.model(email=self.normalize_email(email).lower(), **fields)
@@ -92,12 +90,12 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
 
+    def __str__(self) -> str:
+        return f"token of {self.agent.email}"
+
     @staticmethod
     def hash_key(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
-
-    def __str__(self) -> str:
-        return f"token of {self.agent.email}"
 
 
 class Channel(models.Model):

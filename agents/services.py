@@ -81,7 +81,12 @@ def get_or_create_client(
     client, created = Client.objects.get_or_create(
         channel=channel,
         external_id=str(external_id),
-        defaults={"external_id_raw": external_id, "visitor_number": _next_visitor_number},
+        # A callable default runs inside get_or_create's savepoint, so a lost
+        # race for the same client gives its visitor number back.
+        defaults={
+            "external_id_raw": external_id,
+            "visitor_number": _next_visitor_number,  # type: ignore[misc]
+        },
     )
     if not created and client.external_id_raw != external_id:
         Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
@@ -226,9 +231,7 @@ def _post(chat: Chat, author: str, content: Content, agent: Agent | None = None)
         text=content.text,
         payload=content.payload,
     )
-    events.publish(
-        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author)
-    )
+    events.publish(events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author))
     return message
 
 
@@ -286,16 +289,18 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None) -> Chat:
     chat = _lock(chat)
     if not chat.is_open:
         raise InvalidState("the chat is already finished")
-    if agent is not None and chat.state == Chat.State.ACTIVE:
-        if not chat.agents.filter(pk=agent.pk).exists():
-            raise InvalidState("the chat was accepted by another agent")
+    other_agents_chat = (
+        agent is not None
+        and chat.state == Chat.State.ACTIVE
+        and not chat.agents.filter(pk=agent.pk).exists()
+    )
+    if other_agents_chat:
+        raise InvalidState("the chat was accepted by another agent")
     chat.state = Chat.State.FINISHED
     chat.finished_at = timezone.now()
     chat.client_typing_until = None
     chat.agent_typing_until = None
-    chat.save(
-        update_fields=["state", "finished_at", "client_typing_until", "agent_typing_until"]
-    )
+    chat.save(update_fields=["state", "finished_at", "client_typing_until", "agent_typing_until"])
     events.publish(events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None))
     return chat
 
@@ -328,8 +333,6 @@ def mark_message_delivery(*, message: Message, status: str, error: str = "") -> 
     message.delivery_status = status
     message.delivery_error = error
     events.publish(
-        events.MessageDeliveryChanged(
-            chat_id=message.chat_id, message_id=message.pk, status=status
-        )
+        events.MessageDeliveryChanged(chat_id=message.chat_id, message_id=message.pk, status=status)
     )
     return message

@@ -13,18 +13,12 @@ from agents.models import Agent, ApiToken
 def issue_token(*, agent: Agent) -> str:
     """A new key for ``agent``, replacing any earlier one; the key is returned once."""
     key = secrets.token_hex(20)
-    ApiToken.objects.update_or_create(
-        agent=agent, defaults={"key_hash": ApiToken.hash_key(key)}
-    )
+    ApiToken.objects.update_or_create(agent=agent, defaults={"key_hash": ApiToken.hash_key(key)})
     return key
 
 
 def agent_for_key(key: str) -> Agent | None:
-    token = (
-        ApiToken.objects.select_related("agent")
-        .filter(key_hash=ApiToken.hash_key(key))
-        .first()
-    )
+    token = ApiToken.objects.select_related("agent").filter(key_hash=ApiToken.hash_key(key)).first()
     if token is None or not token.agent.is_active:
         return None
     return token.agent

@@ -82,9 +82,7 @@ TEMPLATES = [
 
 # --- database -------------------------------------------------------------
 DATABASES = {
-    "default": env.db(
-        "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'switchboard.sqlite3'}"
-    )
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'switchboard.sqlite3'}")
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and beat are separate processes sharing one file: WAL lets
@@ -115,7 +113,7 @@ AUTH_PASSWORD_VALIDATORS = [
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -184,6 +182,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "agents.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchboard agent API",

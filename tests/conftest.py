@@ -14,7 +14,7 @@ from tests.worker import Worker
 
 @pytest.fixture
 def agent(db: None) -> Agent:
-    return AgentFactory(is_online=True)
+    return AgentFactory.create(is_online=True)
 
 
 @pytest.fixture
@@ -41,7 +41,9 @@ def published() -> Iterator[list[events.Event]]:
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[Worker]:
+def celery_worker(
+    django_db_setup: None, django_db_blocker: pytest.FixtureRequest
+) -> Iterator[Worker]:
     """One real worker process for the session's integration tests."""
     from config.celery import app
 

@@ -13,11 +13,14 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -81,7 +84,7 @@ class Worker:
                 self.kill()
 
 
-def wait_for(predicate, timeout: float = 20, interval: float = 0.1):  # type: ignore[no-untyped-def]
+def wait_for(predicate: Callable[[], T], timeout: float = 20, interval: float = 0.1) -> T:
     """Poll ``predicate`` until it returns a truthy value; fail after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:

@@ -35,7 +35,7 @@ class AgentTokenAuthentication(BaseAuthentication):
         return self.keyword
 
 
-class AgentTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class AgentTokenScheme(OpenApiAuthenticationExtension):
     target_class = "agents.api.auth.AgentTokenAuthentication"
     name = "tokenAuth"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -45,7 +45,7 @@ def _first_message(detail: Any, path: str = "") -> str:
         return _first_message(detail[0], path)
     text = str(detail)
     if path and text.startswith("This field"):
-        return f"{path}{text[len('This field'):]}".replace(" is required.", " is required")
+        return f"{path}{text[len('This field') :]}".replace(" is required.", " is required")
     return f"{path}: {text}" if path else text
 
 

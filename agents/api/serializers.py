@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from agents.content import ContentError, clean_content
-from agents.models import Chat, Message
+from agents.models import Message
 
 AGENT_TEXT_LIMIT = 4000
 
@@ -23,7 +23,7 @@ class ClientOut(serializers.Serializer[Any]):
     phone = serializers.CharField()
 
 
-class ChatOut(serializers.Serializer[Chat]):
+class ChatOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     state = serializers.CharField()
     channel = ChannelOut()
@@ -69,7 +69,7 @@ class DeliveryOut(serializers.Serializer[Any]):
     error = serializers.CharField(source="delivery_error")
 
 
-class MessageOut(serializers.Serializer[Message]):
+class MessageOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     author = serializers.CharField()
     agent_name = serializers.CharField(source="agent.name", default=None)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_first_client_message_opens_a_queued_chat(published: list[events.Event]) -> None:
-    client = ClientFactory()
+    client = ClientFactory.create()
 
     message = services.post_client_message(client=client, content=text("hello"))
 
@@ -31,7 +31,7 @@ def test_first_client_message_opens_a_queued_chat(published: list[events.Event])
 
 
 def test_next_client_message_goes_to_the_open_chat(published: list[events.Event]) -> None:
-    first = services.post_client_message(client=ClientFactory(), content=text("one"))
+    first = services.post_client_message(client=ClientFactory.create(), content=text("one"))
     published.clear()
 
     second = services.post_client_message(client=first.chat.client, content=text("two"))
@@ -42,7 +42,7 @@ def test_next_client_message_goes_to_the_open_chat(published: list[events.Event]
 
 def test_chat_can_open_with_the_bot_and_be_queued(published: list[events.Event]) -> None:
     message = services.post_client_message(
-        client=ClientFactory(), content=text("hi"), open_state=Chat.State.BOT
+        client=ClientFactory.create(), content=text("hi"), open_state=Chat.State.BOT
     )
     assert message.chat.state == Chat.State.BOT
     published.clear()
@@ -55,17 +55,17 @@ def test_chat_can_open_with_the_bot_and_be_queued(published: list[events.Event])
 
 def test_queue_refuses_a_chat_not_with_the_bot() -> None:
     with pytest.raises(services.InvalidState):
-        services.queue_chat(chat=ChatFactory(state=Chat.State.ACTIVE), reason="x")
+        services.queue_chat(chat=ChatFactory.create(state=Chat.State.ACTIVE), reason="x")
 
 
 def test_open_chat_refuses_a_second_open_chat() -> None:
-    chat = ChatFactory()
+    chat = ChatFactory.create()
     with pytest.raises(services.InvalidState):
         services.open_chat(client=chat.client)
 
 
 def test_accept_makes_the_chat_active_with_the_agent(published: list[events.Event]) -> None:
-    chat, agent = ChatFactory(), AgentFactory()
+    chat, agent = ChatFactory.create(), AgentFactory.create()
 
     chat = services.accept_chat(chat=chat, agent=agent)
 
@@ -75,7 +75,7 @@ def test_accept_makes_the_chat_active_with_the_agent(published: list[events.Even
 
 
 def test_accept_twice_by_the_same_agent_changes_nothing(published: list[events.Event]) -> None:
-    chat, agent = ChatFactory(), AgentFactory()
+    chat, agent = ChatFactory.create(), AgentFactory.create()
     services.accept_chat(chat=chat, agent=agent)
     published.clear()
 
@@ -85,19 +85,19 @@ def test_accept_twice_by_the_same_agent_changes_nothing(published: list[events.E
 
 
 def test_accept_by_a_second_agent_is_refused() -> None:
-    chat = ChatFactory()
-    services.accept_chat(chat=chat, agent=AgentFactory())
+    chat = ChatFactory.create()
+    services.accept_chat(chat=chat, agent=AgentFactory.create())
     with pytest.raises(services.InvalidState, match="cannot be accepted"):
-        services.accept_chat(chat=chat, agent=AgentFactory())
+        services.accept_chat(chat=chat, agent=AgentFactory.create())
 
 
 def test_agent_message_needs_an_active_chat_of_the_agent(published: list[events.Event]) -> None:
-    chat, agent = ChatFactory(), AgentFactory()
+    chat, agent = ChatFactory.create(), AgentFactory.create()
     with pytest.raises(services.InvalidState, match="press Reply"):
         services.post_agent_message(chat=chat, agent=agent, content=text("hi"))
     services.accept_chat(chat=chat, agent=agent)
     with pytest.raises(services.InvalidState, match="another agent"):
-        services.post_agent_message(chat=chat, agent=AgentFactory(), content=text("hi"))
+        services.post_agent_message(chat=chat, agent=AgentFactory.create(), content=text("hi"))
     published.clear()
 
     message = services.post_agent_message(chat=chat, agent=agent, content=text("hello"))
@@ -109,7 +109,7 @@ def test_agent_message_needs_an_active_chat_of_the_agent(published: list[events.
 
 
 def test_bot_and_system_messages(published: list[events.Event]) -> None:
-    chat = ChatFactory(state=Chat.State.BOT)
+    chat = ChatFactory.create(state=Chat.State.BOT)
     content = Content("buttons", "Pick one", {"buttons": [{"text": "Yes"}], "title": "?"})
 
     bot = services.post_bot_message(chat=chat, content=content)
@@ -126,14 +126,14 @@ def test_bot_and_system_messages(published: list[events.Event]) -> None:
 def test_bot_cannot_write_in_a_finished_chat() -> None:
     with pytest.raises(services.InvalidState):
         services.post_bot_message(
-            chat=ChatFactory(state=Chat.State.FINISHED), content=text("late")
+            chat=ChatFactory.create(state=Chat.State.FINISHED), content=text("late")
         )
 
 
 def test_finish_closes_the_chat_and_a_new_message_opens_another(
     published: list[events.Event],
 ) -> None:
-    chat, agent = ChatFactory(), AgentFactory()
+    chat, agent = ChatFactory.create(), AgentFactory.create()
     services.accept_chat(chat=chat, agent=agent)
     published.clear()
 
@@ -148,14 +148,14 @@ def test_finish_closes_the_chat_and_a_new_message_opens_another(
 
 
 def test_finish_by_another_agent_is_refused() -> None:
-    chat = ChatFactory()
-    services.accept_chat(chat=chat, agent=AgentFactory())
+    chat = ChatFactory.create()
+    services.accept_chat(chat=chat, agent=AgentFactory.create())
     with pytest.raises(services.InvalidState):
-        services.finish_chat(chat=chat, agent=AgentFactory())
+        services.finish_chat(chat=chat, agent=AgentFactory.create())
 
 
 def test_rate_and_blacklist(published: list[events.Event]) -> None:
-    chat = ChatFactory()
+    chat = ChatFactory.create()
 
     services.rate_chat(chat=chat, rating="positive")
     services.blacklist_client(chat=chat)
@@ -171,7 +171,7 @@ def test_rate_and_blacklist(published: list[events.Event]) -> None:
 
 
 def test_agent_status(published: list[events.Event]) -> None:
-    agent = AgentFactory(is_online=False)
+    agent = AgentFactory.create(is_online=False)
 
     services.set_agent_status(agent=agent, online=True)
 
@@ -180,9 +180,9 @@ def test_agent_status(published: list[events.Event]) -> None:
     assert published == [events.AgentStatusChanged(agent_id=agent.pk, online=True)]
 
 
-def test_client_typing_expires_by_itself(published: list[events.Event], settings) -> None:  # type: ignore[no-untyped-def]
+def test_client_typing_expires_by_itself(published: list[events.Event], settings) -> None:
     settings.TYPING_TTL_SECONDS = 10
-    chat = ChatFactory()
+    chat = ChatFactory.create()
 
     services.set_client_typing(chat=chat, typing=True)
 
@@ -198,7 +198,7 @@ def test_client_typing_expires_by_itself(published: list[events.Event], settings
 
 
 def test_typeout_and_a_message_clear_client_typing() -> None:
-    chat = ChatFactory()
+    chat = ChatFactory.create()
     services.set_client_typing(chat=chat, typing=True)
     services.set_client_typing(chat=chat, typing=False)
     chat.refresh_from_db()
@@ -211,7 +211,7 @@ def test_typeout_and_a_message_clear_client_typing() -> None:
 
 
 def test_agent_typing(published: list[events.Event]) -> None:
-    chat, agent = ChatFactory(), AgentFactory()
+    chat, agent = ChatFactory.create(), AgentFactory.create()
     with pytest.raises(services.InvalidState):
         services.set_agent_typing(chat=chat, agent=agent, typing=True)
     services.accept_chat(chat=chat, agent=agent)
@@ -229,7 +229,7 @@ def test_agent_typing(published: list[events.Event]) -> None:
 
 
 def test_client_contact_updates(published: list[events.Event]) -> None:
-    channel = ChannelFactory()
+    channel = ChannelFactory.create()
     client = services.get_or_create_client(channel=channel, external_id=42)
     assert (client.external_id, client.external_id_raw, client.display_name) == (
         "42",
@@ -255,14 +255,17 @@ def test_client_contact_updates(published: list[events.Event]) -> None:
 
 
 def test_visitor_numbers_are_sequential_across_channels() -> None:
-    first = services.get_or_create_client(channel=ChannelFactory(), external_id="a")
-    second = services.get_or_create_client(channel=ChannelFactory(), external_id="a")
-    third = services.get_or_create_client(channel=ChannelFactory(), external_id="b")
-    assert [second.visitor_number - first.visitor_number, third.visitor_number - first.visitor_number] == [1, 2]
+    first = services.get_or_create_client(channel=ChannelFactory.create(), external_id="a")
+    second = services.get_or_create_client(channel=ChannelFactory.create(), external_id="a")
+    third = services.get_or_create_client(channel=ChannelFactory.create(), external_id="b")
+    assert [
+        second.visitor_number - first.visitor_number,
+        third.visitor_number - first.visitor_number,
+    ] == [1, 2]
 
 
 def test_a_rolled_back_client_gives_its_visitor_number_back() -> None:
-    channel = ChannelFactory()
+    channel = ChannelFactory.create()
     before = services.get_or_create_client(channel=channel, external_id="x").visitor_number
     with pytest.raises(RuntimeError), transaction.atomic():
         services.get_or_create_client(channel=channel, external_id="y")
@@ -273,7 +276,7 @@ def test_a_rolled_back_client_gives_its_visitor_number_back() -> None:
 
 
 def test_delivery_status_of_an_outbound_message(published: list[events.Event]) -> None:
-    chat, agent = ChatFactory(), AgentFactory()
+    chat, agent = ChatFactory.create(), AgentFactory.create()
     services.accept_chat(chat=chat, agent=agent)
     message = services.post_agent_message(chat=chat, agent=agent, content=text("x"))
     published.clear()
@@ -289,7 +292,7 @@ def test_delivery_status_of_an_outbound_message(published: list[events.Event]) -
 
 def test_a_subscriber_runs_inside_the_transaction() -> None:
     """A subscriber's writes roll back with the change that published the event."""
-    client = ClientFactory()
+    client = ClientFactory.create()
 
     class Rollback(Exception):
         pass

@@ -1,0 +1,44 @@
+# Two commands: `make run` (the whole service, embedded, with demo data) and
+# `make test` (the whole suite). Both create .venv/ when it is missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export PUBLIC_URL ?= http://$(HOST):$(PORT)
+
+.PHONY: run test lint format bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	@echo
+	@echo "Switchboard: http://$(HOST):$(PORT)/  (admin /admin/, agent API /api/agent/v1/, docs /api/docs/)"
+	@echo "Logins are printed above. Ctrl-C stops web, worker and beat."
+	@bash -c 'trap "kill 0" INT TERM EXIT; \
+	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & \
+	  $(PY) -m celery -A config beat -l INFO & \
+	  $(PY) manage.py runserver --noreload $(HOST):$(PORT) & \
+	  wait'
+
+test: $(STAMP)
+	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf var/test var/broker var/cache

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from agents.models import Agent
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> dict[str, Any]:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_create_agent_prints_a_working_token() -> None:
+    made = run("create_agent", "--email", "Ann@Example.com", "--name", "Ann", "--online")
+
+    assert set(made) == {"id", "email", "token"} and made["email"] == "ann@example.com"
+    agent = Agent.objects.get(pk=made["id"])
+    assert agent.is_online and agent.name == "Ann" and not agent.has_usable_password()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {made['token']}")
+    assert api.get("/api/agent/v1/chats").status_code == 200
+
+
+def test_create_agent_with_password_can_sign_in(client) -> None:
+    run("create_agent", "--email", "bo@example.com", "--name", "Bo", "--password", "pw-123456")
+    assert client.login(email="bo@example.com", password="pw-123456")
+
+
+@pytest.mark.parametrize("email", ["not-an-email", "dup@example.com"])
+def test_create_agent_refuses_bad_or_taken_email(email: str) -> None:
+    run("create_agent", "--email", "dup@example.com", "--name", "Dup")
+    with pytest.raises(CommandError):
+        run("create_agent", "--email", email, "--name", "X")
+    assert Agent.objects.count() == 1
+
+
+def test_seed_demo_is_repeatable_and_prints_logins(client) -> None:
+    first = run("seed_demo")
+    second = run("seed_demo")
+
+    assert Agent.objects.count() == 3
+    assert first["admin"] == second["admin"]
+    admin = second["admin"]
+    assert isinstance(admin, dict)
+    assert client.login(email=admin["email"], password=admin["password"])
+    assert client.get("/admin/").status_code == 200
+    agents = second["agents"]
+    assert isinstance(agents, list) and len(agents) == 2
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {agents[0]['token']}")
+    assert api.get("/api/agent/v1/chats").status_code == 200
+    urls = second["urls"]
+    assert isinstance(urls, dict) and urls["admin"].endswith("/admin/")
