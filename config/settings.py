@@ -204,3 +204,28 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- delivery ---------------------------------------------------------------
+# Outbound webhooks (delivery/, docs/delivery.md). Appended by the delivery app.
+# A rotated signing secret keeps signing beside the new one this long.
+DELIVERY_SECRET_GRACE_SECONDS = env.int("DELIVERY_SECRET_GRACE_SECONDS", default=24 * 3600)
+# Switch an endpoint off after this many consecutive failed deliveries (0: never).
+DELIVERY_AUTO_DISABLE_AFTER = env.int("DELIVERY_AUTO_DISABLE_AFTER", default=0)
+# How often beat runs the sweep that re-sends overdue deliveries.
+DELIVERY_SWEEP_SECONDS = env.float("DELIVERY_SWEEP_SECONDS", default=5.0)
+# Rows the sweep re-sends per run.
+DELIVERY_SWEEP_BATCH = 500
+# A Celery message due this long ago without its try having started counts as lost.
+DELIVERY_REDISPATCH_AFTER_SECONDS = 30
+# Retry waits up to this long are Celery countdowns (well under the broker's
+# visibility timeout); longer ones wait in the database for the sweep.
+DELIVERY_MAX_COUNTDOWN_SECONDS = 60
+# A Retry-After header is honoured up to this many seconds.
+DELIVERY_MAX_RETRY_AFTER_SECONDS = 3600
+CELERY_TASK_ROUTES = {"delivery.tasks.*": {"queue": "delivery"}}
+CELERY_BEAT_SCHEDULE["delivery-sweep"] = {
+    "task": "delivery.tasks.sweep",
+    "schedule": DELIVERY_SWEEP_SECONDS,
+    # A sweep that waited longer than its interval is replaced by the next one.
+    "options": {"queue": "delivery", "expires": DELIVERY_SWEEP_SECONDS * 2},
+}

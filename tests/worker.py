@@ -52,7 +52,7 @@ class Worker:
             "-n", self.name, "-l", "INFO",
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
-        log = self.log_path.open("wb")
+        log = self.log_path.open("ab")  # a restarted worker adds to the log
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
         )

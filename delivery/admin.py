@@ -1,0 +1,209 @@
+"""The delivery log with redelivery, and endpoints with their secrets and failures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils.html import format_html
+
+from delivery import services
+from delivery.models import Delivery, DeliveryAttempt, Endpoint
+
+_NEW_SECRET = "_delivery_new_secret"  # noqa: S105 (a request attribute name)
+
+
+def _pretty(value: Any) -> str:
+    return format_html(
+        '<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
+        json.dumps(value, indent=2, ensure_ascii=False),
+    )
+
+
+def _secret_page(
+    request: HttpRequest, admin_site: admin.AdminSite, secrets: list[tuple[Endpoint, str]]
+) -> TemplateResponse:
+    """The only place a signing secret is ever shown."""
+    context = {
+        **admin_site.each_context(request),
+        "title": "Signing secret",
+        "secrets": secrets,
+    }
+    response = TemplateResponse(request, "admin/delivery/endpoint/secret.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(admin.ModelAdmin[Endpoint]):
+    list_display = [
+        "url",
+        "active",
+        "chunked",
+        "consecutive_failures",
+        "disabled_reason",
+        "created",
+    ]
+    list_filter = ["active", "chunked"]
+    search_fields = ["url"]
+    fields = [
+        "url",
+        "chunked",
+        "active",
+        "consecutive_failures",
+        "disabled_reason",
+        "secret_state",
+        "created",
+    ]
+    readonly_fields = ["consecutive_failures", "disabled_reason", "secret_state", "created"]
+    actions = ["rotate_secret", "switch_on"]
+
+    @admin.display(description="signing secret")
+    def secret_state(self, endpoint: Endpoint) -> str:
+        if not endpoint.pk:
+            return "shown once, after saving"
+        if endpoint.previous_secret_expires and endpoint.previous_secret:
+            return (
+                "set (hidden); rotated: the previous secret also signs until "
+                f"{endpoint.previous_secret_expires:%Y-%m-%d %H:%M} UTC"
+            )
+        return "set (hidden); use the action “Rotate signing secret” for a new one"
+
+    def save_model(
+        self, request: HttpRequest, obj: Endpoint, form: ModelForm[Endpoint], change: bool
+    ) -> None:
+        if change:
+            services.update_endpoint(
+                endpoint=obj, url=obj.url, chunked=obj.chunked, active=obj.active
+            )
+            return
+        endpoint, secret = services.create_endpoint(url=obj.url, chunked=obj.chunked)
+        if not obj.active:
+            services.update_endpoint(endpoint=endpoint, active=False)
+        obj.pk = endpoint.pk
+        obj.refresh_from_db()
+        setattr(request, _NEW_SECRET, secret)
+
+    def response_add(
+        self, request: HttpRequest, obj: Endpoint, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        secret = getattr(request, _NEW_SECRET, None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)
+        return _secret_page(request, self.admin_site, [(obj, secret)])
+
+    @admin.action(description="Rotate signing secret (the old one signs on for a grace period)")
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> TemplateResponse:
+        rotated = [(endpoint, services.rotate_secret(endpoint=endpoint)) for endpoint in queryset]
+        return _secret_page(request, self.admin_site, rotated)
+
+    @admin.action(description="Switch on (and clear the failure count)")
+    def switch_on(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> None:
+        for endpoint in queryset:
+            services.update_endpoint(endpoint=endpoint, active=True)
+        self.message_user(request, f"{queryset.count()} endpoint(s) switched on.")
+
+
+class DeliveryAttemptInline(admin.TabularInline[DeliveryAttempt, Delivery]):
+    model = DeliveryAttempt
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = (
+        "number",
+        "started_at",
+        "duration_ms",
+        "status_code",
+        "error",
+        "excerpt",
+        "headers_sent",
+    )
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="response excerpt")
+    def excerpt(self, attempt: DeliveryAttempt) -> str:
+        return format_html(
+            '<pre style="white-space: pre-wrap; max-height: 20em; overflow: auto; margin: 0">'
+            "{}</pre>",
+            attempt.response_excerpt,
+        )
+
+    @admin.display(description="headers sent")
+    def headers_sent(self, attempt: DeliveryAttempt) -> str:
+        return _pretty(attempt.request_headers)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin[Delivery]):
+    list_display = [
+        "id",
+        "created",
+        "endpoint",
+        "purpose",
+        "event",
+        "subject",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "last_error",
+    ]
+    list_filter = ["status", "purpose", "event", "policy", "endpoint"]
+    search_fields = ["subject", "webhook_id", "ordering_key"]
+    date_hierarchy = "created"
+    list_select_related = ["endpoint"]
+    fields = readonly_fields = (
+        "endpoint",
+        "purpose",
+        "event",
+        "subject",
+        "policy",
+        "ordering_key",
+        "webhook_id",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "expires_at",
+        "last_error",
+        "created",
+        "completed_at",
+        "body_sent",
+        "reply",
+    )
+    inlines = [DeliveryAttemptInline]
+    actions = ["redeliver"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="body sent")
+    def body_sent(self, delivery: Delivery) -> str:
+        return _pretty(delivery.payload)
+
+    @admin.display(description="reply body")
+    def reply(self, delivery: Delivery) -> str:
+        return _pretty(delivery.reply_body)
+
+    @admin.action(description="Redeliver (failed or dropped deliveries)", permissions=["change"])
+    def redeliver(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
+        sent, refused = 0, 0
+        for delivery in queryset:
+            try:
+                services.redeliver(delivery=delivery)
+            except services.DeliveryError:
+                refused += 1
+            else:
+                sent += 1
+        if sent:
+            self.message_user(request, f"{sent} delivery(ies) queued again.", messages.SUCCESS)
+        if refused:
+            self.message_user(
+                request,
+                f"{refused} skipped: only failed or dropped deliveries are redelivered.",
+                messages.WARNING,
+            )

@@ -1,0 +1,163 @@
+"""Named retry policies and the rule for what counts as delivered (docs/delivery.md).
+
+A caller picks a policy by name in ``delivery.services.enqueue``. Retry waits
+are measured from the *start* of the previous try, so "3 sends 3 s apart with
+a 3 s timeout" ends after at most 9 s whether the target refuses at once or
+never answers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from delivery.transport import Exchange
+
+# A try in flight holds its row this long past its timeout before the sweep
+# takes the worker for dead and tries again.
+LEASE_MARGIN_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    timeout: float  # seconds for one request, connect to last byte
+    retry_delays: tuple[float, ...] = ()  # before try 2, 3, …, from the previous start
+    jitter: float = 0.0  # each delay is scaled by a random factor in [1 - jitter, 1 + jitter]
+    expires_after: float | None = None  # not sent within this many seconds: dropped
+    tell_owner_of_failure: bool = True  # call the purpose's on_failure handler
+
+    @property
+    def max_attempts(self) -> int:
+        return 1 + len(self.retry_delays)
+
+    @property
+    def lease_seconds(self) -> float:
+        # A response may take up to about two timeouts (connect, then the
+        # first byte, then the body against the deadline), then the result is
+        # written.
+        return 2 * self.timeout + LEASE_MARGIN_SECONDS
+
+    def delay_after(self, attempt: int) -> float:
+        """Seconds from the start of try ``attempt`` (1-based) to the next one."""
+        base = self.retry_delays[attempt - 1]
+        if self.jitter:
+            base *= random.uniform(1 - self.jitter, 1 + self.jitter)
+        return base
+
+
+POLICIES: dict[str, Policy] = {
+    policy.name: policy
+    for policy in (
+        # Chat Channel API agent message (A3): 3 sends 3 s apart; the agent is
+        # told after the third failure, ≤ 9 s after the first send.
+        Policy(name="chat_api_message", timeout=3.0, retry_delays=(3.0, 3.0)),
+        # Typing notifications: one short try, never late, failures not shown.
+        Policy(
+            name="chat_api_typing",
+            timeout=2.0,
+            expires_after=5.0,
+            tell_owner_of_failure=False,
+        ),
+        # Bot API events (B1): 3 s timeout, 2 retries, then the chat goes to agents.
+        Policy(name="bot_event", timeout=3.0, retry_delays=(2.0, 2.0)),
+        # Developer webhooks (C1): a CRM may be down for a while.
+        Policy(
+            name="devhook",
+            timeout=10.0,
+            retry_delays=(5.0, 60.0, 600.0, 3600.0, 6 * 3600.0),
+            jitter=0.2,
+        ),
+    )
+}
+
+
+def get_policy(name: str) -> Policy:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown delivery policy {name!r}; one of {', '.join(sorted(POLICIES))}"
+        ) from None
+
+
+# --- what counts as delivered ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    delivered: bool
+    final: bool  # no further try, whatever the policy would allow
+    error: str  # for the owner and the log; "" when delivered
+    reply: Any = None  # the parsed reply body
+    retry_after: float | None = None  # seconds the target asked us to wait
+
+
+def parse_reply(body: bytes) -> Any:
+    """JSON when the body is JSON, the text when it is not, ``None`` when empty."""
+    if not body.strip():
+        return None
+    # NUL cannot be stored in PostgreSQL text or jsonb; it is no loss to a person.
+    text = body.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    try:
+        return json.loads(text.replace("\\u0000", "\\ufffd"))
+    except ValueError:
+        return text
+
+
+def error_object_text(reply: Any) -> str | None:
+    """``"code: message"`` for a reply ``{"error": {"code", "message"}}``."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("error"), dict):
+        return None
+    error = reply["error"]
+    code, message = str(error.get("code") or ""), str(error.get("message") or "")
+    if code and message:
+        return f"{code}: {message}"
+    return code or message or "error"
+
+
+def retry_after_seconds(value: str | None, *, now: datetime) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def judge(exchange: Exchange, *, now: datetime) -> Verdict:
+    """Success is a 2xx whose body is not an error object.
+
+    4xx other than 408/429 and redirects are final; 408, 429, 5xx, timeouts
+    and connection errors are retried; a refused address is final.
+    """
+    code = exchange.status_code
+    if code is None:
+        return Verdict(delivered=False, final=not exchange.retryable, error=exchange.error)
+    reply = parse_reply(exchange.body)
+    refusal = error_object_text(reply)
+    if 200 <= code < 300:
+        if refusal is not None:
+            return Verdict(delivered=False, final=True, error=refusal, reply=reply)
+        return Verdict(delivered=True, final=True, error="", reply=reply)
+    if 300 <= code < 400:
+        location = exchange.headers.get("location", "")
+        target = f" to {location}" if location else ""
+        return Verdict(
+            delivered=False, final=True, error=f"HTTP {code}: redirect{target} not followed"
+        )
+    error = refusal or f"HTTP {code}"
+    if code in (408, 429) or code >= 500:
+        wait = retry_after_seconds(exchange.headers.get("retry-after"), now=now)
+        return Verdict(delivered=False, final=False, error=error, retry_after=wait)
+    return Verdict(delivered=False, final=True, error=error)

@@ -1,0 +1,571 @@
+"""Every change of endpoints and deliveries (design.md §5, docs/delivery.md).
+
+The life of a delivery::
+
+    enqueue ──► pending ──try──► delivered
+                  ▲  │
+         retry ───┘  ├──► failed    (final error, or the policy's tries used up)
+                     └──► dropped   (not sent before it went stale)
+
+``enqueue`` writes the row in the caller's transaction and hands its id to
+Celery on commit. ``attempt_delivery`` (the task's service) makes one try in
+three steps: claim the row in a short transaction (a lease, so a second
+message for the same row does nothing), send without holding a transaction,
+store the outcome and tell the owner in a second short transaction.
+``sweep_overdue`` (a beat task) re-sends rows whose next try is overdue and
+whose message was lost or whose worker died.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from delivery import handlers, signing, transport
+from delivery.models import Delivery, DeliveryAttempt, Endpoint
+from delivery.policies import Policy, get_policy, judge
+from delivery.ssrf import validate_endpoint_url
+
+__all__ = [
+    "DeliveryError",
+    "attempt_delivery",
+    "create_endpoint",
+    "enqueue",
+    "redeliver",
+    "rotate_secret",
+    "sweep_overdue",
+    "update_endpoint",
+    "validate_endpoint_url",
+]
+
+logger = logging.getLogger(__name__)
+
+# A delivery waiting for an earlier one with its ordering key is woken when
+# that one ends; this re-check is only the safety net.
+ORDER_RECHECK = timedelta(seconds=60)
+# A message may run a little before the row's due time (clocks of two hosts).
+EARLY_TOLERANCE = timedelta(milliseconds=500)
+Status = Delivery.Status
+
+
+class DeliveryError(Exception):
+    """A request the delivery's state does not allow."""
+
+
+def _log(event: str, *, level: int = logging.INFO, **fields: Any) -> None:
+    text = " ".join(
+        f"{key}={json.dumps(value) if isinstance(value, str) else value}"
+        for key, value in fields.items()
+    )
+    logger.log(level, "%s %s", event, text, extra={"event": event, "fields": fields})
+
+
+def encode_body(body: Any) -> str:
+    """The exact JSON text sent (and signed) for ``body``."""
+    return json.dumps(body, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- endpoints ----------------------------------------------------------------
+
+
+@transaction.atomic
+def create_endpoint(*, url: str, chunked: bool = False) -> tuple[Endpoint, str]:
+    """A new endpoint and its signing secret; the secret is not shown again."""
+    validate_endpoint_url(url)
+    secret = signing.new_secret()
+    endpoint = Endpoint.objects.create(url=url, chunked=chunked, secret=secret)
+    _log("delivery.endpoint_created", endpoint=endpoint.pk)
+    return endpoint, secret
+
+
+@transaction.atomic
+def update_endpoint(
+    *,
+    endpoint: Endpoint,
+    url: str | None = None,
+    chunked: bool | None = None,
+    active: bool | None = None,
+) -> Endpoint:
+    """Change what is given; switching an endpoint on clears its failure count."""
+    current = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+    changed: list[str] = []
+    if url is not None and url != current.url:
+        validate_endpoint_url(url)
+        current.url = url
+        changed.append("url")
+    if chunked is not None and chunked != current.chunked:
+        current.chunked = chunked
+        changed.append("chunked")
+    if active is not None and active != current.active:
+        current.active = active
+        changed.append("active")
+        if active:
+            current.consecutive_failures = 0
+            current.disabled_reason = ""
+            changed += ["consecutive_failures", "disabled_reason"]
+    if changed:
+        current.save(update_fields=[*changed, "updated"])
+        _log("delivery.endpoint_updated", endpoint=current.pk, fields=",".join(changed))
+    endpoint.refresh_from_db()
+    return endpoint
+
+
+@transaction.atomic
+def rotate_secret(*, endpoint: Endpoint) -> str:
+    """A new signing secret; the old one keeps signing too for
+    ``DELIVERY_SECRET_GRACE_SECONDS``, so a receiver can switch without a gap."""
+    current = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+    secret = signing.new_secret()
+    grace = timedelta(seconds=settings.DELIVERY_SECRET_GRACE_SECONDS)
+    current.previous_secret = current.secret
+    current.previous_secret_expires = timezone.now() + grace
+    current.secret = secret
+    current.save(update_fields=["secret", "previous_secret", "previous_secret_expires", "updated"])
+    endpoint.refresh_from_db()
+    _log("delivery.secret_rotated", endpoint=current.pk, grace_seconds=grace.total_seconds())
+    return secret
+
+
+# --- enqueue, redeliver, sweep ----------------------------------------------
+
+
+def _dispatch_on_commit(delivery_id: int, *, countdown: float = 0.0) -> None:
+    """Hand the id to Celery once the transaction commits.
+
+    A failure to publish is logged, not raised: the row is in the database
+    and the sweep sends it.
+    """
+
+    def publish() -> None:
+        from delivery import tasks  # tasks imports this module
+
+        try:
+            tasks.deliver.apply_async((delivery_id,), countdown=countdown or None)
+        except Exception:
+            logger.exception(
+                "delivery.dispatch_failed id=%s (the sweep will send it)",
+                delivery_id,
+                extra={"event": "delivery.dispatch_failed", "fields": {"id": delivery_id}},
+            )
+
+    transaction.on_commit(publish)
+
+
+def _expiry(policy: Policy, now: datetime) -> datetime | None:
+    if policy.expires_after is None:
+        return None
+    return now + timedelta(seconds=policy.expires_after)
+
+
+def enqueue(
+    *,
+    endpoint: Endpoint,
+    purpose: str,
+    event: str,
+    body: Any,
+    policy: str,
+    ordering_key: str = "",
+    subject: str = "",
+) -> Delivery:
+    """Write a delivery in the caller's transaction; it is sent after commit.
+
+    ``purpose`` picks the handlers that hear the outcome; ``subject`` is the
+    owner's own reference (e.g. ``"message:123"``); deliveries to one endpoint
+    with the same non-empty ``ordering_key`` arrive in the order enqueued.
+    """
+    rules = get_policy(policy)
+    if not purpose:
+        raise ValueError("a delivery needs a purpose")
+    now = timezone.now()
+    with transaction.atomic():
+        delivery = Delivery.objects.create(
+            endpoint=endpoint,
+            webhook_id=signing.new_webhook_id(),
+            purpose=purpose,
+            event=event,
+            subject=subject,
+            body=encode_body(body),
+            policy=rules.name,
+            ordering_key=ordering_key,
+            next_attempt_at=now,
+            dispatched_at=now,
+            expires_at=_expiry(rules, now),
+            created=now,
+        )
+        _dispatch_on_commit(delivery.pk)
+    _log(
+        "delivery.enqueued",
+        id=delivery.pk,
+        endpoint=endpoint.pk,
+        purpose=purpose,
+        delivery_event=event,
+        policy=rules.name,
+        subject=subject,
+    )
+    return delivery
+
+
+@transaction.atomic
+def redeliver(*, delivery: Delivery) -> Delivery:
+    """Send a failed or dropped delivery again, with its policy's full tries.
+
+    It keeps its ``webhook-id``: to the receiver it is the same message
+    again, so one that did process it can tell. The log keeps every earlier
+    try; ``attempts`` counts from zero again.
+    """
+    current = Delivery.objects.select_for_update().get(pk=delivery.pk)
+    if current.status not in (Status.FAILED, Status.DROPPED):
+        raise DeliveryError(
+            f"delivery {current.pk} is {current.status}; only a failed or dropped "
+            "delivery can be redelivered"
+        )
+    now = timezone.now()
+    current.status = Status.PENDING
+    current.attempts = 0
+    current.next_attempt_at = now
+    current.dispatched_at = now
+    current.locked_until = None
+    current.expires_at = _expiry(get_policy(current.policy), now)
+    current.last_error = ""
+    current.reply_body = None
+    current.completed_at = None
+    current.save()
+    _dispatch_on_commit(current.pk)
+    _log("delivery.redelivered", id=current.pk, endpoint=current.endpoint_id)
+    delivery.refresh_from_db()
+    return delivery
+
+
+def sweep_overdue(*, limit: int | None = None) -> int:
+    """Re-send pending deliveries whose try is overdue and not in flight.
+
+    Catches a message the broker lost, a worker killed mid-try (once its
+    lease runs out) and waits too long for a Celery countdown. Returns how
+    many were sent.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.DELIVERY_REDISPATCH_AFTER_SECONDS)
+    with transaction.atomic():
+        overdue = (
+            Delivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now)
+            .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+            .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)
+        )
+        ids = list(overdue[: limit or settings.DELIVERY_SWEEP_BATCH])
+        if ids:
+            Delivery.objects.filter(pk__in=ids).update(dispatched_at=now)
+            for pk in ids:
+                _dispatch_on_commit(pk)
+    if ids:
+        _log("delivery.swept", count=len(ids))
+    return len(ids)
+
+
+# --- one try ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Claim:
+    delivery_id: int
+    attempt_id: int
+    number: int
+    policy: Policy
+    url: str
+    body: bytes
+    headers: dict[str, str]
+    chunked: bool
+    started_at: datetime
+
+
+def attempt_delivery(*, delivery_id: int) -> None:
+    """Make the try that is due for ``delivery_id``, if one is (idempotent).
+
+    A delivery that is final, in flight, not yet due or waiting for an
+    earlier one with its ordering key is left alone.
+    """
+    claim = _claim(delivery_id)
+    if claim is None:
+        return
+    exchange = transport.post(
+        url=claim.url,
+        body=claim.body,
+        headers=claim.headers,
+        chunked=claim.chunked,
+        timeout=claim.policy.timeout,
+    )
+    _record(claim, exchange)
+
+
+def _locked(delivery_id: int) -> Delivery | None:
+    return (
+        Delivery.objects.select_for_update(of=("self",))
+        .select_related("endpoint")
+        .filter(pk=delivery_id)
+        .first()
+    )
+
+
+@transaction.atomic
+def _claim(delivery_id: int) -> _Claim | None:
+    delivery = _locked(delivery_id)
+    if delivery is None:
+        _log("delivery.missing", level=logging.WARNING, id=delivery_id)
+        return None
+    now = timezone.now()
+    if delivery.status != Status.PENDING:
+        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason=delivery.status)
+        return None
+    if delivery.locked_until is not None and delivery.locked_until > now:
+        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason="in flight")
+        return None
+    if delivery.next_attempt_at is None or delivery.next_attempt_at > now + EARLY_TOLERANCE:
+        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason="not due")
+        return None
+    policy = get_policy(delivery.policy)
+    DeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).update(
+        finished_at=now, error="no result: the worker was lost during this try"
+    )
+    if delivery.attempts >= policy.max_attempts:
+        # The last try's outcome was never stored (its worker died, or storing
+        # it failed): end here rather than try beyond the policy.
+        _finish_failed(delivery, now, error="no result from the last try (the worker was lost)")
+        return None
+    if delivery.expires_at is not None and now >= delivery.expires_at:
+        _finish_dropped(delivery, now, reason=f"not sent within {policy.expires_after:g} s")
+        return None
+    if delivery.ordering_key and _has_pending_predecessor(delivery):
+        Delivery.objects.filter(pk=delivery.pk).update(
+            next_attempt_at=now + ORDER_RECHECK, dispatched_at=None
+        )
+        _log("delivery.waiting_for_predecessor", id=delivery.pk)
+        return None
+    endpoint = delivery.endpoint
+    if not endpoint.active:
+        _finish_failed(delivery, now, error="endpoint is disabled", counts=False)
+        return None
+
+    number = delivery.attempts + 1
+    body = delivery.body.encode()
+    headers = {
+        "Content-Type": "application/json",
+        **signing.signature_headers(
+            secrets=endpoint.signing_secrets(at=now),
+            webhook_id=delivery.webhook_id,
+            timestamp=int(now.timestamp()),
+            body=body,
+        ),
+    }
+    framing = (
+        {"Transfer-Encoding": "chunked"} if endpoint.chunked else {"Content-Length": str(len(body))}
+    )
+    Delivery.objects.filter(pk=delivery.pk).update(
+        attempts=number,
+        locked_until=now + timedelta(seconds=policy.lease_seconds),
+        dispatched_at=None,
+    )
+    attempt = DeliveryAttempt.objects.create(
+        delivery=delivery,
+        number=number,
+        started_at=now,
+        url=endpoint.url,
+        request_headers={"User-Agent": transport.USER_AGENT, **headers, **framing},
+    )
+    return _Claim(
+        delivery_id=delivery.pk,
+        attempt_id=attempt.pk,
+        number=number,
+        policy=policy,
+        url=endpoint.url,
+        body=body,
+        headers=headers,
+        chunked=endpoint.chunked,
+        started_at=now,
+    )
+
+
+def _has_pending_predecessor(delivery: Delivery) -> bool:
+    return Delivery.objects.filter(
+        endpoint_id=delivery.endpoint_id,
+        ordering_key=delivery.ordering_key,
+        status=Status.PENDING,
+        pk__lt=delivery.pk,
+    ).exists()
+
+
+def _text_for_db(text: str) -> str:
+    return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
+
+
+@transaction.atomic
+def _record(claim: _Claim, exchange: transport.Exchange) -> None:
+    now = timezone.now()
+    verdict = judge(exchange, now=now)
+    excerpt = exchange.body[: DeliveryAttempt.EXCERPT_BYTES].decode("utf-8", errors="ignore")
+    DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
+        finished_at=now,
+        duration_ms=exchange.duration_ms,
+        status_code=exchange.status_code,
+        error=_text_for_db(verdict.error),
+        response_excerpt=_text_for_db(excerpt),
+    )
+    delivery = _locked(claim.delivery_id)
+    if delivery is None:
+        return
+    _log(
+        "delivery.attempted",
+        id=delivery.pk,
+        endpoint=delivery.endpoint_id,
+        purpose=delivery.purpose,
+        attempt=claim.number,
+        status_code=exchange.status_code,
+        duration_ms=exchange.duration_ms,
+        delivered=verdict.delivered,
+        error=verdict.error,
+    )
+    if delivery.status != Status.PENDING:
+        return  # ended meanwhile (a redelivery or a duplicate try); nothing to change
+    if verdict.delivered:
+        _finish_delivered(delivery, now, reply=verdict.reply)
+        return
+    if delivery.attempts != claim.number:
+        return  # a later try has started since; its outcome decides
+    error = _text_for_db(verdict.error)
+    policy = claim.policy
+    if verdict.final or delivery.attempts >= policy.max_attempts:
+        _finish_failed(delivery, now, error=error)
+        return
+    next_at = claim.started_at + timedelta(seconds=policy.delay_after(claim.number))
+    if verdict.retry_after is not None:
+        wait = min(verdict.retry_after, settings.DELIVERY_MAX_RETRY_AFTER_SECONDS)
+        next_at = max(next_at, now + timedelta(seconds=wait))
+    if delivery.expires_at is not None and next_at >= delivery.expires_at:
+        _finish_failed(delivery, now, error=error)
+        return
+    _schedule(delivery, next_at, now, error=error)
+
+
+def _schedule(delivery: Delivery, at: datetime, now: datetime, *, error: str) -> None:
+    """The next try at ``at``: a Celery countdown when it is soon, else the sweep's."""
+    countdown = max(0.0, (at - now).total_seconds())
+    soon = countdown <= settings.DELIVERY_MAX_COUNTDOWN_SECONDS
+    Delivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=at, locked_until=None, last_error=error, dispatched_at=at if soon else None
+    )
+    if soon:
+        _dispatch_on_commit(delivery.pk, countdown=countdown)
+    _log("delivery.retry_scheduled", id=delivery.pk, seconds=round(countdown, 3))
+
+
+def _end(delivery: Delivery, now: datetime, *, status: str, error: str = "") -> None:
+    delivery.status = status
+    delivery.last_error = error
+    delivery.next_attempt_at = None
+    delivery.locked_until = None
+    delivery.dispatched_at = None
+    delivery.completed_at = now
+    delivery.save(
+        update_fields=[
+            "status",
+            "last_error",
+            "reply_body",
+            "next_attempt_at",
+            "locked_until",
+            "dispatched_at",
+            "completed_at",
+        ]
+    )
+    _wake_successor(delivery, now)
+
+
+def _finish_delivered(delivery: Delivery, now: datetime, *, reply: Any) -> None:
+    delivery.reply_body = reply
+    _end(delivery, now, status=Status.DELIVERED)
+    _log("delivery.delivered", id=delivery.pk, purpose=delivery.purpose)
+    handlers.tell_success(delivery, reply)
+    # Last: this row lock on the endpoint is then held only until the commit.
+    Endpoint.objects.filter(pk=delivery.endpoint_id, consecutive_failures__gt=0).update(
+        consecutive_failures=0
+    )
+
+
+def _finish_failed(delivery: Delivery, now: datetime, *, error: str, counts: bool = True) -> None:
+    _end(delivery, now, status=Status.FAILED, error=error)
+    _log(
+        "delivery.failed",
+        level=logging.WARNING,
+        id=delivery.pk,
+        purpose=delivery.purpose,
+        attempts=delivery.attempts,
+        error=error,
+    )
+    if get_policy(delivery.policy).tell_owner_of_failure:
+        handlers.tell_failure(delivery, error)
+    if counts:
+        _count_failure(delivery.endpoint_id, error=error)
+
+
+def _finish_dropped(delivery: Delivery, now: datetime, *, reason: str) -> None:
+    _end(delivery, now, status=Status.DROPPED, error=reason)
+    _log("delivery.dropped", id=delivery.pk, purpose=delivery.purpose, reason=reason)
+
+
+def _count_failure(endpoint_id: int, *, error: str) -> None:
+    """Count a final failure; past ``DELIVERY_AUTO_DISABLE_AFTER`` (0: never),
+    switch the endpoint off."""
+    Endpoint.objects.filter(pk=endpoint_id).update(
+        consecutive_failures=F("consecutive_failures") + 1
+    )
+    limit = settings.DELIVERY_AUTO_DISABLE_AFTER
+    if limit <= 0:
+        return
+    endpoint = Endpoint.objects.select_for_update().get(pk=endpoint_id)
+    if endpoint.active and endpoint.consecutive_failures >= limit:
+        reason = (
+            f"switched off after {endpoint.consecutive_failures} consecutive failed "
+            f"deliveries; last error: {error}"
+        )
+        Endpoint.objects.filter(pk=endpoint_id).update(active=False, disabled_reason=reason[:1000])
+        _log(
+            "delivery.endpoint_disabled",
+            level=logging.WARNING,
+            endpoint=endpoint_id,
+            failures=endpoint.consecutive_failures,
+        )
+
+
+def _wake_successor(delivery: Delivery, now: datetime) -> None:
+    """Start the next pending delivery with the same ordering key, if it waits.
+
+    The successor's row is locked, so a successor that is deciding to wait
+    right now either sees this delivery ended or is woken after it decided.
+    """
+    if not delivery.ordering_key:
+        return
+    successor = (
+        Delivery.objects.select_for_update(of=("self",))
+        .filter(
+            endpoint_id=delivery.endpoint_id,
+            ordering_key=delivery.ordering_key,
+            status=Status.PENDING,
+            pk__gt=delivery.pk,
+        )
+        .order_by("pk")
+        .first()
+    )
+    if successor is None:
+        return
+    if successor.locked_until is not None and successor.locked_until > now:
+        return  # in flight already
+    Delivery.objects.filter(pk=successor.pk).update(next_attempt_at=now, dispatched_at=now)
+    _dispatch_on_commit(successor.pk)
