@@ -40,5 +40,8 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+bench: $(STAMP)
+	$(PY) bench/chat_api_inbound.py
+
 clean:
 	rm -rf var/test var/broker var/cache

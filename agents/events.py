@@ -91,6 +91,14 @@ class MessageDeliveryChanged(Event):
 
 
 @dataclass(frozen=True)
+class MessageRetryRequested(Event):
+    """An agent asked to send a message that was not delivered once more."""
+
+    chat_id: int
+    message_id: int
+
+
+@dataclass(frozen=True)
 class TypingChanged(Event):
     """The client or an agent started or stopped typing."""
 
@@ -136,6 +144,6 @@ def unsubscribe(event_type: type[E], handler: Callable[[E], None]) -> None:
 
 def publish(event: Event) -> None:
     """Hand ``event`` to its subscribers, inside the caller's transaction."""
-    logger.info("event %s %s", type(event).__name__, event)
+    logger.debug("event %s %s", type(event).__name__, event)
     for handler in list(_subscribers[type(event)]):
         handler(event)

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -78,16 +78,19 @@ def get_or_create_client(
 
     New non-empty contact values update the client the agent sees.
     """
-    client, created = Client.objects.get_or_create(
-        channel=channel,
-        external_id=str(external_id),
-        # A callable default runs inside get_or_create's savepoint, so a lost
-        # race for the same client gives its visitor number back.
-        defaults={
-            "external_id_raw": external_id,
-            "visitor_number": _next_visitor_number,  # type: ignore[misc]
-        },
-    )
+    client = Client.objects.filter(channel=channel, external_id=str(external_id)).first()
+    created = False
+    if client is None:
+        client, created = Client.objects.get_or_create(
+            channel=channel,
+            external_id=str(external_id),
+            # A callable default runs inside get_or_create's savepoint, so a lost
+            # race for the same client gives its visitor number back.
+            defaults={
+                "external_id_raw": external_id,
+                "visitor_number": _next_visitor_number,  # type: ignore[misc]
+            },
+        )
     if not created and client.external_id_raw != external_id:
         Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
         client.external_id_raw = external_id
@@ -166,6 +169,19 @@ def open_chat(
     return chat
 
 
+def _open_or_join(client: Client, state: str) -> Chat:
+    """Open the client's chat; when a concurrent first message opened it just
+    now (the partial unique constraint says so), join that one."""
+    try:
+        with transaction.atomic():
+            return open_chat(client=client, state=state)
+    except IntegrityError:
+        chat = _open_chat_of(client)
+        if chat is None:
+            raise
+        return chat
+
+
 @transaction.atomic
 def post_client_message(
     *,
@@ -175,8 +191,7 @@ def post_client_message(
     open_state: str = Chat.State.QUEUED,
 ) -> Message:
     """Store a client's message, opening a chat when the client has none open."""
-    Client.objects.select_for_update().filter(pk=client.pk).first()  # one opener at a time
-    chat = _open_chat_of(client) or open_chat(client=client, state=open_state)
+    chat = _open_chat_of(client) or _open_or_join(client, open_state)
     message = Message.objects.create(
         chat=chat,
         author=Message.Author.CLIENT,
@@ -322,6 +337,21 @@ def blacklist_client(*, chat: Chat) -> Chat:
     chat.blacklisted = True
     events.publish(events.ClientBlacklisted(chat_id=chat.pk, client_id=chat.client_id))
     return chat
+
+
+@transaction.atomic
+def retry_message(*, message: Message, agent: Agent) -> Message:
+    """Send a message that was not delivered once more (the agent's "retry")."""
+    message = Message.objects.select_for_update().get(pk=message.pk)
+    if message.author != Message.Author.AGENT or message.agent_id != agent.pk:
+        raise InvalidState("only your own messages can be sent again")
+    if message.delivery_status != Message.Delivery.FAILED:
+        raise InvalidState("only a message that was not delivered can be sent again")
+    message.delivery_status = Message.Delivery.PENDING
+    message.delivery_error = ""
+    message.save(update_fields=["delivery_status", "delivery_error"])
+    events.publish(events.MessageRetryRequested(chat_id=message.chat_id, message_id=message.pk))
+    return message
 
 
 @transaction.atomic

@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class ChannelsApiConfig(AppConfig):
     name = "channels_api"
     verbose_name = "Chat Channel API"
+
+    def ready(self) -> None:
+        from agents import demo
+        from channels_api import services
+        from channels_api.demo import seed_demo_channel
+
+        services.connect()
+        demo.register(seed_demo_channel)

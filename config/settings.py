@@ -157,6 +157,12 @@ TYPING_TTL_SECONDS = env.int("TYPING_TTL_SECONDS", default=10)
 # Open chats with no message for this long are finished by a periodic task (0: never).
 INACTIVE_CHAT_HOURS = env.int("INACTIVE_CHAT_HOURS", default=24)
 
+# --- Chat Channel API ------------------------------------------------------
+# Requests per second one channel may make before it is answered 429; one
+# channel carries all of an integrator's customers, so the default is generous.
+CHAT_API_RATE_LIMIT_PER_SECOND = env.int("CHAT_API_RATE_LIMIT_PER_SECOND", default=1000)
+CHAT_API_MAX_BODY_BYTES = env.int("CHAT_API_MAX_BODY_BYTES", default=64 * 1024)
+
 # --- i18n, static ---------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -5,6 +5,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import include, path
 from django.views import defaults
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.permissions import AllowAny
@@ -14,6 +15,7 @@ from rest_framework.response import Response
 from agents.api.errors import error_response
 
 
+@extend_schema(exclude=True)
 @api_view(["GET"])
 @permission_classes([AllowAny])
 def agent_api_root(request: Request) -> Response:
@@ -47,6 +49,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/", include("agents.api.urls")),
+    path("", include("channels_api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path(
         "api/docs/",

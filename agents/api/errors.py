@@ -35,6 +35,11 @@ def error_response(status_code: int, message: str, code: str | None = None) -> J
     )
 
 
+def validation_message(detail: Any) -> str:
+    """One readable sentence for a serializer's errors (``sender.id is required``)."""
+    return _first_message(detail)
+
+
 def _first_message(detail: Any, path: str = "") -> str:
     """The first validation message, named by its field path (``sender.id is required``)."""
     if isinstance(detail, dict):

@@ -9,6 +9,11 @@ urlpatterns = [
     path("chats", views.ChatListView.as_view(), name="chats"),
     path("chats/<int:chat_id>", views.ChatDetailView.as_view(), name="chat"),
     path("chats/<int:chat_id>/messages", views.ChatMessagesView.as_view(), name="messages"),
+    path(
+        "chats/<int:chat_id>/messages/<int:message_id>/retry",
+        views.MessageRetryView.as_view(),
+        name="retry",
+    ),
     path("chats/<int:chat_id>/accept", views.AcceptView.as_view(), name="accept"),
     path("chats/<int:chat_id>/finish", views.FinishView.as_view(), name="finish"),
     path("chats/<int:chat_id>/typing", views.TypingView.as_view(), name="typing"),

@@ -92,6 +92,17 @@ class ChatMessagesView(AgentView):
         return Response(MessageOut(message).data, status=201)
 
 
+class MessageRetryView(AgentView):
+    @extend_schema(request=None, responses=MessageOut, summary="Send a failed message again")
+    def post(self, request: Request, chat_id: int, message_id: int) -> Response:
+        chat = self.chat(request, chat_id)
+        message = chat.messages.filter(pk=message_id).first()
+        if message is None:
+            raise Http404
+        message = services.retry_message(message=message, agent=self.agent(request))
+        return Response(MessageOut(message).data)
+
+
 class AcceptView(AgentView):
     @extend_schema(request=None, responses=ChatDetailOut, summary="Reply: take a queued chat")
     def post(self, request: Request, chat_id: int) -> Response:

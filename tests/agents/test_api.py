@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -205,3 +207,9 @@ def test_api_root_schema_and_docs_are_served(client) -> None:
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger-ui" in docs.content
     assert b"cdn" not in docs.content.lower()
+
+
+def test_the_openapi_schema_is_valid_without_warnings() -> None:
+    from django.core.management import call_command
+
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=StringIO())

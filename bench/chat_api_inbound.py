@@ -1,0 +1,120 @@
+"""A2 throughput on one channel: how many user messages a second get in.
+
+Runs gunicorn (2 workers x 8 threads, as in production) against the
+configured database (DATABASE_URL, else a fresh SQLite file) and posts
+messages over real HTTP from several client threads, twice side by side:
+with the default per-channel rate limit and with it switched off. Prints
+messages per second for both and their ratio; the limiter must not be what
+holds a busy integrator back.
+
+    .venv/bin/python bench/chat_api_inbound.py [--messages 2000] [--clients 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        [PY, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def run(env: dict[str, str], endpoint_path: str, messages: int, clients: int) -> dict[str, float]:
+    port = free_port()
+    server = subprocess.Popen(
+        [PY, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--threads", "8",
+         "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"},
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                requests.get(f"{base}{endpoint_path}/status", timeout=5)
+                break
+            except requests.RequestException:
+                time.sleep(0.1)
+        session = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_maxsize=clients)
+        session.mount("http://", adapter)
+
+        def post(i: int) -> int:
+            body = {
+                "sender": {"id": f"user-{i % 200}"},
+                "message": {"type": "text", "text": f"m{i}"},
+            }
+            return session.post(f"{base}{endpoint_path}", json=body, timeout=30).status_code
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(clients) as pool:
+            codes = list(pool.map(post, range(messages)))
+        elapsed = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(10)
+    ok = codes.count(200)
+    return {"ok": ok, "limited": codes.count(429), "other": len(codes) - ok - codes.count(429),
+            "seconds": elapsed, "per_second": ok / elapsed}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=16)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as var:
+        env = {**os.environ, "VAR_DIR": var, "DEBUG": "true"}
+        manage(env, "migrate", "--noinput")
+        agent = json.loads(
+            manage(
+                env,
+                "create_agent",
+                "--email",
+                f"bench-{os.getpid()}@example.com",
+                "--name",
+                "B",
+                "--online",
+            )
+        )
+        channel = json.loads(
+            manage(env, "create_chat_api_channel", "--name", "Bench", "--webhook-url",
+                   "http://127.0.0.1:9/none", "--agent", agent["email"])
+        )  # fmt: skip
+        path = "/" + channel["endpoint_url"].split("/", 3)[3]
+        database = "PostgreSQL" if "DATABASE_URL" in os.environ else "SQLite"
+        shape = f"{args.messages} messages, {args.clients} clients, {database}"
+        print(f"A2 throughput, one channel, {shape}")
+        limited = run(env, path, args.messages, args.clients)
+        unlimited = run(
+            {**env, "CHAT_API_RATE_LIMIT_PER_SECOND": "0"}, path, args.messages, args.clients
+        )
+    for name, result in (("rate limit 1000/s (default)", limited), ("rate limit off", unlimited)):
+        print(f"  {name:28} {result['per_second']:8.0f} msg/s  ok={result['ok']:.0f} "
+              f"429={result['limited']:.0f} other={result['other']:.0f}")  # fmt: skip
+    print(f"  ratio default/off: {limited['per_second'] / unlimited['per_second']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

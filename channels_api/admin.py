@@ -1,0 +1,162 @@
+"""Admin: "Add Chat API channel" (spec A, channel creation form)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.widgets import FilteredSelectMultiple
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from agents.models import Agent
+from channels_api import services
+from channels_api.models import ChatApiChannel
+from delivery import services as delivery
+
+
+def copyable(value: str, element_id: str) -> SafeString:
+    """A read-only text box with a Copy button."""
+    return format_html(
+        '<input type="text" id="{}" value="{}" readonly size="90" style="font-family:monospace"> '
+        '<button type="button" class="button" onclick="const e=document.getElementById(\'{}\');'
+        "e.select();navigator.clipboard&&navigator.clipboard.writeText(e.value);"
+        "this.textContent='Copied'\">Copy</button>",
+        element_id,
+        value,
+        element_id,
+    )
+
+
+class ChatApiChannelForm(forms.ModelForm[ChatApiChannel]):
+    name = forms.CharField(max_length=200)
+    chunked = forms.BooleanField(
+        required=False,
+        label="Chunked encoding",
+        help_text="Send agent messages with chunked transfer encoding instead of Content-Length.",
+    )
+    agents = forms.ModelMultipleChoiceField(
+        queryset=Agent.objects.filter(is_active=True),
+        required=False,
+        widget=FilteredSelectMultiple("agents", is_stacked=False),
+        help_text="Agents who receive chats from this channel.",
+    )
+    active = forms.BooleanField(required=False, initial=True)
+
+    class Meta:
+        model = ChatApiChannel
+        fields = ["webhook_url", "unique_message_ids"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            channel = self.instance.channel
+            self.initial.update(
+                name=channel.name,
+                chunked=self.instance.endpoint.chunked,
+                agents=list(channel.agents.all()),
+                active=channel.is_active,
+            )
+
+    def clean_webhook_url(self) -> str:
+        url: str = self.cleaned_data["webhook_url"]
+        delivery.validate_endpoint_url(url)
+        return url
+
+
+@admin.register(ChatApiChannel)
+class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
+    form = ChatApiChannelForm
+    list_display = ["__str__", "public_id", "webhook_url", "is_active", "agent_count"]
+    search_fields = ["channel__name", "channel__public_id", "webhook_url"]
+    readonly_fields = ["public_id", "endpoint_url_field", "status_url_field", "delivery_log"]
+    actions = ["rotate_secret"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: ChatApiChannel | None = None) -> Any:
+        settings_ = ("name", "webhook_url", "chunked", "agents", "active", "unique_message_ids")
+        if obj is None:
+            return [(None, {"fields": settings_})]
+        urls = ("public_id", "endpoint_url_field", "status_url_field", "delivery_log")
+        return [
+            ("Give these to the integrator", {"fields": urls}),
+            ("Settings", {"fields": settings_}),
+        ]
+
+    @admin.display(description="public id")
+    def public_id(self, obj: ChatApiChannel) -> str:
+        return obj.channel.public_id
+
+    @admin.display(boolean=True, description="active")
+    def is_active(self, obj: ChatApiChannel) -> bool:
+        return obj.channel.is_active
+
+    @admin.display(description="agents")
+    def agent_count(self, obj: ChatApiChannel) -> int:
+        return obj.channel.agents.count()
+
+    @admin.display(description="Endpoint URL (A2: POST user messages)")
+    def endpoint_url_field(self, obj: ChatApiChannel) -> SafeString:
+        return copyable(obj.endpoint_url, "endpoint-url")
+
+    @admin.display(description="Status URL (A1: GET 0 or 1)")
+    def status_url_field(self, obj: ChatApiChannel) -> SafeString:
+        return copyable(obj.status_url, "status-url")
+
+    @admin.display(description="Agent messages go to")
+    def delivery_log(self, obj: ChatApiChannel) -> SafeString:
+        log = (
+            reverse("admin:delivery_delivery_changelist")
+            + f"?endpoint__id__exact={obj.endpoint_id}"
+        )
+        return format_html('{} — <a href="{}">delivery log</a>', obj.target_url, log)
+
+    def save_model(
+        self, request: HttpRequest, obj: ChatApiChannel, form: Any, change: bool
+    ) -> None:
+        data = form.cleaned_data
+        options = {
+            "name": data["name"],
+            "webhook_url": data["webhook_url"],
+            "chunked": data["chunked"],
+            "agents": data["agents"],
+            "unique_message_ids": data["unique_message_ids"],
+        }
+        if change:
+            services.update_chat_api_channel(chat_api=obj, active=data["active"], **options)
+            return
+        made, secret = services.create_chat_api_channel(**options)
+        if not data["active"]:
+            services.update_chat_api_channel(chat_api=made, active=False, **options)
+        obj.pk, obj.channel, obj.endpoint = made.pk, made.channel, made.endpoint
+        obj.path_secret = made.path_secret
+        self._show_secret(request, secret)
+
+    def response_add(
+        self, request: HttpRequest, obj: ChatApiChannel, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        # Straight to the channel's page: it shows the URLs to hand over.
+        return HttpResponseRedirect(
+            reverse("admin:channels_api_chatapichannel_change", args=[obj.pk])
+        )
+
+    @admin.action(description="Rotate the signing secret (the old one signs for a grace period)")
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]) -> None:
+        for chat_api in queryset.select_related("endpoint", "channel"):
+            self._show_secret(request, delivery.rotate_secret(endpoint=chat_api.endpoint), chat_api)
+
+    def _show_secret(
+        self, request: HttpRequest, secret: str, chat_api: ChatApiChannel | None = None
+    ) -> None:
+        whose = f" of {chat_api}" if chat_api else ""
+        messages.warning(
+            request,
+            format_html(
+                "Signing secret{} — shown only now, copy it for the integrator: {}",
+                whose,
+                copyable(secret, f"secret-{chat_api.pk if chat_api else 'new'}"),
+            ),
+        )

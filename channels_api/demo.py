@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from agents import services as chats
+from agents.content import Content
+from agents.models import Agent
+from channels_api.models import ChatApiChannel
+from channels_api.services import create_chat_api_channel
+
+DEMO_NAME = "Demo Chat API"
+
+
+def _first_customer(chat_api: ChatApiChannel) -> None:
+    """A customer waiting in the queue, as if the integrator had posted A2."""
+    client = chats.get_or_create_client(
+        channel=chat_api.channel,
+        external_id="demo-customer-1",
+        contact={"name": "Demo Customer", "email": "customer@example.com"},
+    )
+    chats.post_client_message(
+        client=client, content=Content("text", "Hi! Where is my order #1001?", {})
+    )
+
+
+def seed_demo_channel(agents: list[Agent]) -> list[dict[str, Any]]:
+    """One Chat API channel whose integrator is the built-in demo receiver."""
+    chat_api = ChatApiChannel.objects.filter(channel__name=DEMO_NAME).first()
+    secret = None
+    if chat_api is None:
+        chat_api, secret = create_chat_api_channel(
+            name=DEMO_NAME,
+            webhook_url=f"{settings.PUBLIC_URL}/demo/integrator",
+            agents=agents,
+        )
+        _first_customer(chat_api)
+    return [
+        {
+            "kind": "chat_api",
+            "name": DEMO_NAME,
+            "public_id": chat_api.channel.public_id,
+            "endpoint_url": chat_api.endpoint_url,
+            "status_url": chat_api.status_url,
+            "signing_secret": secret or "(shown when first created; rotate it in the admin)",
+        }
+    ]

@@ -1,0 +1,70 @@
+"""A Chat API channel: where an integrator's own chat front end plugs in."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from agents.models import Channel
+from delivery.models import Endpoint
+
+URL_PREFIX = "chat-api"
+
+
+def new_path_secret() -> str:
+    """The random string of the endpoint URL: 192 bits, URL-safe."""
+    return secrets.token_urlsafe(24)
+
+
+class ChatApiChannel(models.Model):
+    channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="chat_api")
+    path_secret = models.CharField(max_length=64, default=new_path_secret, editable=False)
+    webhook_url = models.URLField(
+        max_length=1000, help_text="The integrator's server; agent messages go to <url>/<id>."
+    )
+    endpoint = models.OneToOneField(Endpoint, on_delete=models.PROTECT, related_name="chat_api")
+    unique_message_ids = models.BooleanField(
+        default=False,
+        help_text="De-duplicate user messages by message.id. Off by default: many "
+        "integrators send the same message.id on every message.",
+    )
+
+    class Meta:
+        verbose_name = "Chat API channel"
+
+    def __str__(self) -> str:
+        return self.channel.name
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"{settings.PUBLIC_URL}/{URL_PREFIX}/{self.path_secret}/{self.channel.public_id}"
+
+    @property
+    def status_url(self) -> str:
+        return f"{self.endpoint_url}/status"
+
+    @property
+    def target_url(self) -> str:
+        """Where A3 agent messages are POSTed: ``{webhook URL}/<CHANNEL_PUBLIC_ID>``."""
+        return f"{self.webhook_url.rstrip('/')}/{self.channel.public_id}"
+
+
+class InboundRequest(models.Model):
+    """An A2 request seen with an ``Idempotency-Key``, and how it was answered."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response = models.JSONField(null=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "key"], name="inbound_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} → {self.status_code}"

@@ -1,0 +1,101 @@
+"""Parsing of the A2 user message (spec A. Chat Channel API messages)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from agents.content import ContentError, clean_content, is_http_url
+from agents.models import Message
+
+TEXT_LIMIT = 1000
+TYPING_TYPES = ("typein", "typeout")
+
+
+class ExternalIdField(serializers.Field[Any, Any, Any, Any]):
+    """``sender.id``: a string or an integer, kept as sent."""
+
+    default_error_messages = {"null": "This field is required."}
+
+    def to_internal_value(self, data: Any) -> str | int:
+        if isinstance(data, bool) or not isinstance(data, str | int):
+            raise serializers.ValidationError("must be a string or an integer")
+        if isinstance(data, str) and not data.strip():
+            self.fail("required")
+        if len(str(data)) > 255:
+            raise serializers.ValidationError("must be at most 255 characters")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def _url(value: str) -> str:
+    if value and not is_http_url(value):
+        raise serializers.ValidationError("must be an http:// or https:// URL")
+    return value
+
+
+def _text(max_length: int) -> serializers.CharField:
+    return serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, max_length=max_length
+    )
+
+
+class SenderIn(serializers.Serializer[Any]):
+    id = ExternalIdField()
+    name = _text(255)
+    phone = _text(100)
+    email = _text(255)
+    photo = _text(1000)
+    url = _text(1000)
+    invite = _text(5000)
+
+    def validate_photo(self, value: str | None) -> str:
+        return _url(value or "")
+
+    def validate_url(self, value: str | None) -> str:
+        return _url(value or "")
+
+
+class MessageIn(serializers.Serializer[Any]):
+    type = serializers.ChoiceField(choices=[*Message.Type.values, *TYPING_TYPES])
+    id = ExternalIdField(required=False, allow_null=True)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        attrs: dict[str, Any] = super().to_internal_value(data)
+        attrs["fields"] = dict(data)  # the type's own fields, checked in validate()
+        return attrs
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        fields = attrs.pop("fields")
+        if attrs["type"] in TYPING_TYPES:
+            return attrs  # all other fields of a typing message are ignored
+        if attrs["type"] in ("markdown", "buttons"):
+            raise serializers.ValidationError(f"type {attrs['type']} is sent by bots only")
+        if isinstance(fields.get("text"), str):
+            fields["text"] = fields["text"][:TEXT_LIMIT]  # cut, not rejected
+        try:
+            attrs["content"] = clean_content(attrs["type"], fields, prefix="message.")
+        except ContentError as error:
+            raise serializers.ValidationError(str(error)) from error
+        return attrs
+
+
+class UserMessageIn(serializers.Serializer[Any]):
+    sender = SenderIn()
+    message = MessageIn()
+
+    def contact(self) -> dict[str, str]:
+        """The sender's contact fields, in the core's names."""
+        sender = self.validated_data["sender"]
+        names = {
+            "name": "name",
+            "phone": "phone",
+            "email": "email",
+            "photo": "photo_url",
+            "url": "url",
+            "invite": "invite_text",
+        }
+        return {ours: sender[theirs] for theirs, ours in names.items() if sender.get(theirs)}

@@ -1,0 +1,100 @@
+"""A1 and A2: the per-channel endpoint the integrator calls.
+
+The endpoint URL is the credential (spec, Authentication 1); there is no
+session and no CSRF token, so the views are CSRF-exempt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.api.errors import error_response, validation_message
+from channels_api import ratelimit
+from channels_api.serializers import UserMessageIn
+from channels_api.services import (
+    Refused,
+    UserMessage,
+    channel_for_path,
+    channel_status,
+    receive_user_message,
+    remembered_answer,
+)
+
+logger = logging.getLogger(__name__)
+
+NO_CHANNEL = "no channel with that identifier"
+
+
+def _method_not_allowed(allowed: str) -> HttpResponse:
+    response = error_response(405, "method not allowed")
+    response["Allow"] = allowed
+    return response
+
+
+def status(request: HttpRequest, path_secret: str, public_id: str) -> HttpResponse:
+    """A1: the bare integer 1 (chat available) or 0."""
+    if request.method not in ("GET", "HEAD"):
+        return _method_not_allowed("GET, HEAD")
+    chat_api = channel_for_path(path_secret=path_secret, public_id=public_id)
+    if chat_api is None:
+        return error_response(404, NO_CHANNEL)
+    return HttpResponse(str(channel_status(chat_api=chat_api)), content_type="application/json")
+
+
+@csrf_exempt
+def user_message(request: HttpRequest, path_secret: str, public_id: str) -> HttpResponse:
+    """A2: a user message, or a typein / typeout, from the integrator."""
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    chat_api = channel_for_path(path_secret=path_secret, public_id=public_id)
+    if chat_api is None:
+        return error_response(404, NO_CHANNEL)
+    limit = settings.CHAT_API_MAX_BODY_BYTES
+    if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
+        return error_response(413, f"the body is larger than {limit} bytes")
+    if ratelimit.over_limit(channel_id=chat_api.channel_id):
+        response = error_response(429, "too many requests for this channel; retry shortly")
+        response["Retry-After"] = "1"
+        return response
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if len(key) > 255:
+        return error_response(400, "Idempotency-Key is longer than 255 characters")
+    if key and (seen := remembered_answer(chat_api=chat_api, key=key)):
+        return JsonResponse(seen.body, status=seen.status)
+    try:
+        data = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        return error_response(400, "the body is not valid JSON")
+    parsed = UserMessageIn(data=data)
+    if not parsed.is_valid():
+        return error_response(400, validation_message(parsed.errors))
+    message = parsed.validated_data["message"]
+    try:
+        answer = receive_user_message(
+            chat_api=chat_api,
+            message=UserMessage(
+                sender_id=parsed.validated_data["sender"]["id"],
+                contact=parsed.contact(),
+                type=message["type"],
+                message_id=str(message.get("id") or ""),
+                content=message.get("content"),
+            ),
+            idempotency_key=key,
+        )
+    except Refused as refused:
+        return error_response(refused.status, refused.message, refused.code)
+    return JsonResponse(answer.body, status=answer.status)
+
+
+@csrf_exempt
+def demo_integrator(request: HttpRequest, public_id: str) -> HttpResponse:
+    """A stand-in integrator for the demo channel (DEBUG only): accepts A3 and logs it."""
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    logger.info("demo_integrator.received channel=%s body=%s", public_id, request.body[:500])
+    return JsonResponse({"result": "ok"})

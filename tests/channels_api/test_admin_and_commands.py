@@ -1,0 +1,144 @@
+"""Creating a Chat API channel: the admin form and the management command."""
+
+from __future__ import annotations
+
+import json
+import re
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client as Browser
+
+from agents.models import Agent, Channel
+from channels_api.models import ChatApiChannel
+from tests.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_browser() -> Browser:
+    browser = Browser()
+    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    return browser
+
+
+def test_add_chat_api_channel_in_the_admin(admin_browser: Browser, agent: Agent) -> None:
+    form = admin_browser.get("/admin/channels_api/chatapichannel/add/").content.decode()
+    for field in ("name", "webhook_url", "chunked", "agents", "unique_message_ids"):
+        assert f'name="{field}"' in form
+
+    answer = admin_browser.post(
+        "/admin/channels_api/chatapichannel/add/",
+        {
+            "name": "Mobile app",
+            "webhook_url": "https://chat.example.com/hook",
+            "chunked": "on",
+            "agents": [agent.pk],
+            "active": "on",
+        },
+        follow=True,
+    )
+
+    chat_api = ChatApiChannel.objects.get()
+    assert chat_api.channel.name == "Mobile app" and chat_api.channel.kind == "chat_api"
+    assert list(chat_api.channel.agents.all()) == [agent]
+    assert chat_api.endpoint.chunked and chat_api.endpoint.url == (
+        f"https://chat.example.com/hook/{chat_api.channel.public_id}"
+    )
+    page = answer.content.decode()
+    assert answer.redirect_chain[-1][0].endswith(f"/chatapichannel/{chat_api.pk}/change/")
+    assert chat_api.endpoint_url in page and chat_api.status_url in page
+    assert page.count(">Copy</button>") == 3  # endpoint URL, status URL, secret
+    secret = re.search(r'value="(whsec_[^"]+)"', page)
+    assert secret and secret.group(1) == chat_api.endpoint.secret
+    # Shown once: the next visit does not show it again.
+    again = admin_browser.get(f"/admin/channels_api/chatapichannel/{chat_api.pk}/change/")
+    assert "whsec_" not in again.content.decode()
+
+
+def test_the_admin_form_refuses_a_bad_webhook_url(admin_browser: Browser) -> None:
+    answer = admin_browser.post(
+        "/admin/channels_api/chatapichannel/add/",
+        {"name": "x", "webhook_url": "ftp://example.com/hook", "active": "on"},
+    )
+    assert answer.status_code == 200 and "errorlist" in answer.content.decode()
+    assert not Channel.objects.exists()
+
+
+def test_the_admin_edits_a_channel(admin_browser: Browser, agent: Agent) -> None:
+    made = run_create("--name", "Old", "--webhook-url", "https://a.example/x")
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+
+    admin_browser.post(
+        f"/admin/channels_api/chatapichannel/{chat_api.pk}/change/",
+        {"name": "New", "webhook_url": "https://b.example/y", "agents": [agent.pk]},
+    )
+
+    chat_api.refresh_from_db()
+    assert chat_api.channel.name == "New" and not chat_api.channel.is_active
+    assert chat_api.endpoint.url == f"https://b.example/y/{chat_api.channel.public_id}"
+
+
+def test_the_admin_rotates_the_secret(admin_browser: Browser) -> None:
+    made = run_create("--name", "A", "--webhook-url", "https://a.example/x")
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+    answer = admin_browser.post(
+        "/admin/channels_api/chatapichannel/",
+        {"action": "rotate_secret", "_selected_action": [chat_api.pk]},
+        follow=True,
+    )
+    new = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint.secret
+    assert new != made["signing_secret"] and new in answer.content.decode()
+
+
+def run_create(*args: str) -> dict[str, Any]:
+    out = StringIO()
+    call_command("create_chat_api_channel", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_create_chat_api_channel_command(agent: Agent) -> None:
+    made = run_create(
+        "--name", "App", "--webhook-url", "https://chat.example/hook", "--chunked",
+        "--agent", agent.email.upper(),
+    )  # fmt: skip
+
+    assert set(made) == {"id", "public_id", "endpoint_url", "status_url", "signing_secret"}
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+    assert made["public_id"] == chat_api.channel.public_id
+    assert made["endpoint_url"] == chat_api.endpoint_url
+    assert made["status_url"] == made["endpoint_url"] + "/status"
+    assert made["signing_secret"].startswith("whsec_")
+    assert chat_api.endpoint.chunked and list(chat_api.channel.agents.all()) == [agent]
+    status = Browser().get(made["status_url"].replace("http://127.0.0.1:8000", ""))
+    assert status.content == b"1"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--webhook-url", "not a url"], "URL"),
+        (["--webhook-url", "https://x.example", "--agent", "ghost@example.com"], "ghost"),
+    ],
+)
+def test_create_chat_api_channel_refuses_bad_input(args: list[str], says: str) -> None:
+    with pytest.raises(CommandError, match=says):
+        run_create("--name", "App", *args)
+    assert not Channel.objects.exists()
+
+
+def test_seed_demo_makes_a_chat_api_channel() -> None:
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    [channel] = json.loads(out.getvalue())["channels"]
+    again = StringIO()
+    call_command("seed_demo", stdout=again)
+
+    assert channel["kind"] == "chat_api" and channel["signing_secret"].startswith("whsec_")
+    assert json.loads(again.getvalue())["channels"][0]["endpoint_url"] == channel["endpoint_url"]
+    assert ChatApiChannel.objects.count() == 1
+    status = Browser().get(channel["status_url"].replace("http://127.0.0.1:8000", ""))
+    assert status.content == b"1"  # the demo's first agent is online
