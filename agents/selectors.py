@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from agents.models import Agent, Chat, Message
 
@@ -25,3 +25,35 @@ def chat_for_agent(*, agent: Agent, chat_id: int) -> Chat:
 
 def messages_of(*, chat: Chat) -> QuerySet[Message]:
     return chat.messages.select_related("agent").order_by("created", "id")
+
+
+def _with_first_message(chats: QuerySet[Chat]) -> QuerySet[Chat]:
+    first = Message.objects.filter(chat=OuterRef("pk"), author=Message.Author.CLIENT).order_by(
+        "created", "id"
+    )
+    return chats.annotate(first_message=Subquery(first.values("text")[:1]))
+
+
+def queue_for_agent(*, agent: Agent) -> QuerySet[Chat]:
+    """Queued chats of my channels, longest waiting first."""
+    chats = chats_for_agent(agent=agent, state=Chat.State.QUEUED).order_by("queued_at", "id")
+    return _with_first_message(chats)
+
+
+def active_for_agent(*, agent: Agent) -> QuerySet[Chat]:
+    """Chats I accepted and that are still open."""
+    chats = chats_for_agent(agent=agent, state=Chat.State.ACTIVE).filter(agents=agent)
+    return _with_first_message(chats.order_by("-accepted_at", "-id"))
+
+
+def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
+    """The history of my channels, newest first; search by client name, email or text."""
+    chats = chats_for_agent(agent=agent, state=Chat.State.FINISHED).order_by("-finished_at", "-id")
+    if search:
+        matching = Message.objects.filter(chat=OuterRef("pk"), text__icontains=search)
+        chats = chats.filter(
+            Q(client__name__icontains=search)
+            | Q(client__email__icontains=search)
+            | Exists(matching)
+        )
+    return _with_first_message(chats)

@@ -41,12 +41,13 @@ def agent_api_root(request: Request) -> Response:
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    return redirect("/admin/")
+    return redirect("/agent/")
 
 
 urlpatterns = [
     path("", home),
     path("admin/", admin.site.urls),
+    path("agent/", include("agents.urls")),
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),

@@ -1,0 +1,27 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from agents import views
+
+app_name = "agent"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="agents/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("live", views.live, name="live"),
+    path("status", views.status, name="status"),
+    path("history/", views.history, name="history"),
+    path("chats/<int:chat_id>/", views.home, name="chat"),
+    path("chats/<int:chat_id>/accept", views.accept, name="accept"),
+    path("chats/<int:chat_id>/finish", views.finish, name="finish"),
+    path("chats/<int:chat_id>/messages", views.send, name="send"),
+    path("chats/<int:chat_id>/typing", views.typing, name="typing"),
+    path("chats/<int:chat_id>/messages/<int:message_id>/retry", views.retry, name="retry"),
+]

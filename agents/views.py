@@ -1,0 +1,201 @@
+"""The agent pages at /agent/: server-rendered, live through one poll a second.
+
+Every view is for a signed-in agent and shows only chats of the agent's
+channels; every state change goes through ``agents.services``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from agents import selectors, services
+from agents.api.serializers import MessageIn
+from agents.models import Agent, Chat, Message
+
+MESSAGE_PAGE = 500
+
+
+def _agent(request: HttpRequest) -> Agent:
+    assert isinstance(request.user, Agent)
+    return request.user
+
+
+def _chat(request: HttpRequest, chat_id: int) -> Chat:
+    try:
+        return selectors.chat_for_agent(agent=_agent(request), chat_id=chat_id)
+    except Chat.DoesNotExist as error:
+        raise Http404("no such chat") from error
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.headers.get("X-Requested-With") == "fetch"
+
+
+def _done(request: HttpRequest, chat: Chat | None = None, **data: Any) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"ok": True, **data})
+    return redirect("agent:chat", chat.pk) if chat else redirect("agent:home")
+
+
+def _refused(request: HttpRequest, error: services.ServiceError, chat: Chat) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"error": {"code": error.code, "message": error.message}}, status=400)
+    messages.error(request, error.message)
+    return redirect("agent:chat", chat.pk)
+
+
+def _lists(agent: Agent) -> dict[str, Any]:
+    queue = list(selectors.queue_for_agent(agent=agent)[:100])
+    return {"queue": queue, "active": list(selectors.active_for_agent(agent=agent)[:100])}
+
+
+def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
+    chat_messages = list(selectors.messages_of(chat=chat).reverse()[:MESSAGE_PAGE])[::-1]
+    return {
+        "chat": chat,
+        "chat_messages": chat_messages,
+        "last_message_id": chat_messages[-1].pk if chat_messages else 0,
+        "mine": chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists(),
+    }
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest, chat_id: int | None = None) -> HttpResponse:
+    agent = _agent(request)
+    context = _lists(agent)
+    if chat_id is not None:
+        context.update(_chat_context(agent, _chat(request, chat_id)))
+    return render(request, "agents/workspace.html", context)
+
+
+@login_required
+@require_GET
+def history(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "").strip()[:200]
+    chats = selectors.finished_for_agent(agent=_agent(request), search=search)
+    page = Paginator(chats, 25).get_page(request.GET.get("page"))
+    return render(request, "agents/history.html", {"page": page, "search": search})
+
+
+@login_required
+@require_GET
+def live(request: HttpRequest) -> JsonResponse:
+    """All that changed for this page, in one answer: lists, new messages of the
+    open chat, delivery states, typing. The page asks once a second."""
+    agent = _agent(request)
+    lists = _lists(agent)
+    data: dict[str, Any] = {
+        "online": agent.is_online,
+        "queue_count": len(lists["queue"]),
+        "lists_html": render_to_string("agents/_lists.html", lists, request=request),
+    }
+    chat_id = request.GET.get("chat", "")
+    if chat_id.isdigit():
+        chat = _chat(request, int(chat_id))
+        after = request.GET.get("after", "0")
+        after_id = int(after) if after.isdigit() else 0
+        new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
+        outbound = chat.messages.filter(author=Message.Author.AGENT).exclude(delivery_status="")
+        data["chat"] = {
+            "state": chat.state,
+            "client_typing": chat.client_typing,
+            "messages_html": render_to_string(
+                "agents/_messages.html", {"chat_messages": new, "chat": chat}, request=request
+            ),
+            "last_message_id": new[-1].pk if new else after_id,
+            "deliveries": {
+                str(m.pk): render_to_string(
+                    "agents/_delivery.html", {"m": m, "chat": chat}, request=request
+                )
+                for m in outbound.order_by("-id")[:100]
+            },
+            "panel_html": render_to_string("agents/_panel.html", {"chat": chat}, request=request),
+        }
+    data["server_time"] = timezone.now().isoformat()
+    return JsonResponse(data)
+
+
+@login_required
+@require_POST
+def status(request: HttpRequest) -> HttpResponse:
+    online = request.POST.get("status") == "online"
+    services.set_agent_status(agent=_agent(request), online=online)
+    if _wants_json(request):
+        return JsonResponse({"ok": True, "online": online})
+    return redirect(request.POST.get("next") or "agent:home")
+
+
+@login_required
+@require_POST
+def accept(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _chat(request, chat_id)
+    try:
+        services.accept_chat(chat=chat, agent=_agent(request))
+    except services.ServiceError as error:
+        return _refused(request, error, chat)
+    return _done(request, chat)
+
+
+@login_required
+@require_POST
+def finish(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _chat(request, chat_id)
+    try:
+        services.finish_chat(chat=chat, agent=_agent(request))
+    except services.ServiceError as error:
+        return _refused(request, error, chat)
+    return _done(request, chat)
+
+
+@login_required
+@require_POST
+def send(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _chat(request, chat_id)
+    data = MessageIn(data={"type": "text", "text": request.POST.get("text", "")})
+    if not data.is_valid():
+        error = services.ServiceError("write a message of up to 4000 characters first")
+        return _refused(request, error, chat)
+    try:
+        message = services.post_agent_message(
+            chat=chat, agent=_agent(request), content=data.validated_data["content"]
+        )
+    except services.ServiceError as error:
+        return _refused(request, error, chat)
+    return _done(request, chat, message_id=message.pk)
+
+
+@login_required
+@require_POST
+def typing(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _chat(request, chat_id)
+    try:
+        services.set_agent_typing(
+            chat=chat, agent=_agent(request), typing=request.POST.get("typing") == "true"
+        )
+    except services.ServiceError as error:
+        return _refused(request, error, chat)
+    return _done(request, chat)
+
+
+@login_required
+@require_POST
+def retry(request: HttpRequest, chat_id: int, message_id: int) -> HttpResponse:
+    chat = _chat(request, chat_id)
+    message = chat.messages.filter(pk=message_id).first()
+    if message is None:
+        raise Http404("no such message")
+    try:
+        services.retry_message(message=message, agent=_agent(request))
+    except services.ServiceError as error:
+        return _refused(request, error, chat)
+    return _done(request, chat)

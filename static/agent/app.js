@@ -1,0 +1,111 @@
+// Switchboard agent pages: one poll a second keeps the page live; typing is
+// sent while the agent types and stops after a pause. No library needed.
+(() => {
+  "use strict";
+  const page = document.getElementById("workspace");
+  if (!page) return;
+
+  const POLL_MS = 1000;
+  const TYPING_PAUSE_MS = 3000;
+  const chatId = page.dataset.chat || "";
+  let lastId = Number(page.dataset.last || 0);
+  let state = page.dataset.state || "";
+  const baseTitle = "Switchboard";
+  const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
+
+  async function post(url, data) {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "X-CSRFToken": decodeURIComponent(csrf()), "X-Requested-With": "fetch" },
+      body: new URLSearchParams(data),
+      credentials: "same-origin",
+    });
+    return response.json().catch(() => ({}));
+  }
+
+  function nearBottom(list) {
+    return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
+  }
+
+  function apply(data) {
+    document.title = (data.queue_count ? `(${data.queue_count}) ` : "") + baseTitle;
+    document.getElementById("lists").innerHTML = data.lists_html;  // rendered and escaped by the server
+    if (!data.chat) return;
+    const chat = data.chat;
+    if (chat.state !== state) { window.location.reload(); return; }
+    const list = document.getElementById("messages");
+    if (chat.messages_html.trim()) {
+      const stick = nearBottom(list);
+      const holder = document.createElement("template");
+      holder.innerHTML = chat.messages_html;  // rendered and escaped by the server
+      holder.content.querySelectorAll("li.msg").forEach((li) => {
+        if (!document.getElementById(li.id)) list.appendChild(li);
+      });
+      if (stick) list.scrollTop = list.scrollHeight;
+    }
+    lastId = Math.max(lastId, chat.last_message_id);
+    for (const [id, html] of Object.entries(chat.deliveries)) {
+      const box = document.getElementById(`d-${id}`);
+      if (box && box.dataset.html !== html) { box.innerHTML = html; box.dataset.html = html; }
+    }
+    document.getElementById("client-typing").hidden = !chat.client_typing;
+    const panel = document.getElementById("panel");
+    if (panel.dataset.html !== chat.panel_html) { panel.innerHTML = chat.panel_html; panel.dataset.html = chat.panel_html; }
+  }
+
+  async function poll() {
+    try {
+      const params = new URLSearchParams(chatId ? { chat: chatId, after: lastId } : {});
+      const response = await fetch(`${page.dataset.liveUrl}?${params}`, { credentials: "same-origin" });
+      if (response.status === 200) apply(await response.json());
+      else if (response.status === 302 || response.redirected) window.location.reload();
+    } catch (error) {
+      // offline for a moment: the next poll catches up
+    } finally {
+      window.setTimeout(poll, POLL_MS);
+    }
+  }
+
+  const messages = document.getElementById("messages");
+  if (messages) messages.scrollTop = messages.scrollHeight;
+
+  const composer = document.getElementById("composer");
+  if (composer) {
+    const box = composer.querySelector("textarea");
+    let typing = false;
+    let pause = null;
+    const setTyping = (on) => {
+      if (typing === on) return;
+      typing = on;
+      post(page.dataset.typingUrl, { typing: on ? "true" : "false" });
+    };
+    box.addEventListener("input", () => {
+      if (box.value.trim()) setTyping(true);
+      window.clearTimeout(pause);
+      pause = window.setTimeout(() => setTyping(false), TYPING_PAUSE_MS);
+    });
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); composer.requestSubmit(); }
+    });
+    composer.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = box.value.trim();
+      if (!text) return;
+      box.value = "";
+      window.clearTimeout(pause);
+      typing = false;  // the message itself ends typing
+      const answer = await post(composer.action, { text });
+      if (answer.error) { box.value = text; window.alert(answer.error.message); }
+    });
+  }
+
+  // Retry buttons come and go with live updates: one listener for all.
+  document.addEventListener("submit", async (event) => {
+    const form = event.target;
+    if (!form.classList || !form.classList.contains("retry-form")) return;
+    event.preventDefault();
+    await post(form.action, {});
+  });
+
+  poll();
+})();

@@ -1,0 +1,215 @@
+"""The agent pages in a real browser: the whole working day of an agent.
+
+A live server, a real Celery worker delivering to a real integrator server,
+and Chromium. The same tests save the README's screenshots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from playwright.sync_api import Browser, Page, expect
+
+from agents.models import Agent, Chat
+from channels_api.models import ChatApiChannel
+from channels_api.services import create_chat_api_channel
+from tests.delivery.target import Reply, Target
+from tests.factories import AgentFactory
+from tests.worker import Worker
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "agent-password"
+LIVE = 3000  # ms: the pages promise changes within 2 s
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    server = Target("127.0.0.1").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def alice(db: None) -> Agent:
+    return AgentFactory.create(email="alice@example.com", name="Alice Agent", is_online=False)
+
+
+@pytest.fixture
+def chat_api(alice: Agent, target: Target) -> ChatApiChannel:
+    return create_chat_api_channel(
+        name="Mobile app", webhook_url=target.url("/a3"), agents=[alice]
+    )[0]
+
+
+class Integrator:
+    """The integrator's server, over real HTTP to the live server."""
+
+    def __init__(self, live_url: str, chat_api: ChatApiChannel) -> None:
+        path = chat_api.endpoint_url.split("/", 3)[3]
+        self.endpoint = f"{live_url}/{path}"
+
+    def status(self) -> str:
+        return requests.get(f"{self.endpoint}/status", timeout=5).text
+
+    def post(self, sender: dict[str, Any], message: dict[str, Any]) -> None:
+        answer = requests.post(
+            self.endpoint, json={"sender": sender, "message": message}, timeout=5
+        )
+        assert answer.status_code == 200, answer.text
+
+
+@pytest.fixture
+def page(chromium: Browser, live_server: Any) -> Iterator[Page]:
+    context = chromium.new_context(
+        viewport={"width": 1366, "height": 800}, base_url=live_server.url
+    )
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def sign_in(page: Page, email: str = "alice@example.com") -> None:
+    page.goto("/agent/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    assert page.url.endswith("/agent/")
+
+
+def test_an_agents_day(
+    page: Page, live_server: Any, chat_api: ChatApiChannel, target: Target,
+    celery_worker: Worker, screenshots: Path,
+) -> None:  # fmt: skip
+    integrator = Integrator(live_server.url, chat_api)
+    page.goto("/agent/login/")
+    page.screenshot(path=screenshots / "login.png")
+    sign_in(page)
+
+    # Go online: the integrator's status turns 1.
+    assert integrator.status() == "0"
+    page.get_by_test_id("status").click()
+    expect(page.get_by_test_id("status")).to_have_text("Online")
+    assert integrator.status() == "1"
+
+    # A customer writes through the Chat API: the queue shows it live, with a badge.
+    integrator.post(
+        {"id": 501, "name": "Ann Lee", "email": "ann@example.com", "invite": "Need help?"},
+        {"type": "text", "text": "My order #1234 has not arrived"},
+    )
+    queued = page.get_by_test_id("queued-chat")
+    expect(queued).to_contain_text("Ann Lee", timeout=LIVE)
+    expect(queued).to_contain_text("My order #1234 has not arrived")
+    expect(page).to_have_title("(1) Switchboard", timeout=LIVE)
+    page.screenshot(path=screenshots / "queue.png")
+
+    # Open it and press Reply.
+    queued.click()
+    expect(page.locator(".msg-client")).to_contain_text("My order #1234 has not arrived")
+    expect(page.locator(".invite")).to_contain_text("Need help?")
+    page.get_by_test_id("reply").click()
+    expect(page.get_by_label("Reply")).to_be_visible()
+
+    # The customer types: the agent sees it.
+    integrator.post({"id": 501}, {"type": "typein"})
+    expect(page.locator("#client-typing")).to_be_visible(timeout=LIVE)
+    integrator.post({"id": 501}, {"type": "typeout"})
+    expect(page.locator("#client-typing")).to_be_hidden(timeout=LIVE)
+
+    # The agent types (the integrator hears typein) and answers.
+    box = page.get_by_label("Reply")
+    box.type("Sorry to hear that! Let me check", delay=5)
+    target.wait_for(1)
+    assert json.loads(target.received[0].body)["message"] == {"type": "typein"}
+    box.press("Enter")
+    mine = page.locator(".msg-agent").last
+    expect(mine).to_contain_text("Let me check", timeout=LIVE)
+    expect(mine.locator(".d-delivered")).to_be_visible(timeout=10_000)
+    replies = [json.loads(r.body) for r in target.received]
+    texts = [r["message"].get("text") for r in replies if r["message"]["type"] == "text"]
+    assert texts == ["Sorry to hear that! Let me check"]
+    assert replies[-1]["recipient"] == {"id": 501}
+
+    # A new message from the customer arrives live.
+    integrator.post(
+        {"id": 501},
+        {
+            "type": "photo",
+            "file": "https://cdn.example/box.jpg",
+            "file_name": "box.jpg",
+            "file_size": 20480,
+        },
+    )
+    expect(page.locator(".msg-client").last).to_contain_text("box.jpg", timeout=LIVE)
+
+    # The integrator's server fails: the agent sees why, and retries.
+    def down_for_messages(request: Any, index: int) -> Reply:
+        is_text = json.loads(request.body)["message"]["type"] == "text"
+        return Reply(500, "maintenance") if is_text else Reply()
+
+    target.respond(down_for_messages)
+    box.fill("Your parcel is on its way")
+    box.press("Enter")
+    failed = page.locator(".msg-agent").last
+    expect(failed.get_by_test_id("delivery-failed")).to_contain_text(
+        "not delivered", timeout=20_000
+    )
+    expect(failed.get_by_test_id("delivery-failed")).to_contain_text("500")
+    sends = [r for r in target.received if b"parcel" in r.body]
+    assert len(sends) == 3  # three sends, then the agent is told
+    page.screenshot(path=screenshots / "chat.png")
+    target.respond(lambda request, index: Reply())
+    failed.get_by_test_id("retry").click()
+    expect(failed.locator(".d-delivered")).to_be_visible(timeout=10_000)
+    assert json.loads(target.received[-1].body)["message"]["text"] == "Your parcel is on its way"
+
+    # Finish: the chat goes to the history.
+    page.get_by_test_id("finish").click()
+    expect(page.locator(".closed")).to_contain_text("This chat is finished")
+    assert Chat.objects.get().state == Chat.State.FINISHED
+    page.goto("/agent/history/?q=ann")
+    expect(page.get_by_test_id("history-row")).to_contain_text("Ann Lee")
+    page.screenshot(path=screenshots / "history.png")
+
+
+def test_phone_layout(
+    chromium: Browser, live_server: Any, chat_api: ChatApiChannel, alice: Agent, screenshots: Path
+) -> None:
+    context = chromium.new_context(
+        viewport={"width": 390, "height": 844}, base_url=live_server.url, is_mobile=True
+    )
+    page = context.new_page()
+    Integrator(live_server.url, chat_api).post(
+        {"id": "p-1", "name": "Phone User"}, {"type": "text", "text": "Hi from my phone"}
+    )
+    sign_in(page)
+    page.get_by_test_id("queued-chat").click()
+    expect(page.locator(".msg-client")).to_contain_text("Hi from my phone")
+    expect(page.locator(".lists")).to_be_hidden()
+    page.screenshot(path=screenshots / "phone.png")
+    page.locator(".back").click()
+    expect(page.get_by_test_id("queued-chat")).to_be_visible()
+    context.close()
+
+
+def test_an_agent_only_sees_its_channels(
+    chromium: Browser, live_server: Any, chat_api: ChatApiChannel
+) -> None:
+    AgentFactory.create(email="bob@example.com", name="Bob")
+    Integrator(live_server.url, chat_api).post(
+        {"id": 1, "name": "Secret Customer"}, {"type": "text", "text": "hi"}
+    )
+    context = chromium.new_context(base_url=live_server.url)
+    page = context.new_page()
+    sign_in(page, "bob@example.com")
+    page.wait_for_timeout(1500)  # a live poll or two
+    expect(page.get_by_text("Secret Customer")).to_have_count(0)
+    chat = Chat.objects.get()
+    assert page.goto(f"/agent/chats/{chat.pk}/").status == 404  # type: ignore[union-attr]
+    context.close()
