@@ -10,10 +10,10 @@ export PUBLIC_URL ?= http://$(HOST):$(PORT)
 
 .PHONY: run test lint format bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q ".[dev]"
+	$(PY) -m pip install -q -c constraints.txt ".[dev]"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -9,6 +9,7 @@ types (B. Message kinds), used for client, agent and bot messages alike.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +17,32 @@ from urllib.parse import urlsplit
 
 MEDIA_TYPES = ("video", "audio", "voice", "photo", "sticker", "document")
 MAX_BUTTONS = 3
+MAX_INTEGER = 2**53 - 1  # beyond this a number is not exact in JSON readers
+MAX_MARKDOWN = 4000
+# json.loads joins surrogate pairs into one character, so any left are lone.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 URL_FIELDS = ("file", "thumb")
 STRING_FIELDS = ("file_name", "emoji", "performer", "title")
 POSITIVE_INT_FIELDS = ("file_size", "duration", "width", "height")
+
+
+def scrub(value: Any) -> Any:
+    """JSON text the database can store and a page can show.
+
+    JSON allows ``\u0000`` and lone surrogates (half an emoji cut by a
+    client); PostgreSQL text refuses the first and UTF-8 the second. NULs
+    go, lone surrogates become U+FFFD; dicts and lists are scrubbed through.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "")
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {scrub(key): scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    return value
 
 
 class ContentError(ValueError):
@@ -49,7 +72,7 @@ def _positive_int(value: object) -> bool:
         return False
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return isinstance(value, int) and value > 0
+    return isinstance(value, int) and 0 < value <= MAX_INTEGER
 
 
 def _optional_text(fields: Mapping[str, Any], prefix: str) -> str:
@@ -79,7 +102,9 @@ def _clean_media(kind: str, fields: Mapping[str, Any], prefix: str) -> Content:
     for name in POSITIVE_INT_FIELDS:
         if name in fields and fields[name] is not None:
             if not _positive_int(fields[name]):
-                raise ContentError(f"{prefix}{name} must be a positive integer")
+                raise ContentError(
+                    f"{prefix}{name} must be a positive integer (at most {MAX_INTEGER})"
+                )
             payload[name] = int(fields[name])
     return Content(kind, _optional_text(fields, prefix), payload)
 
@@ -104,6 +129,8 @@ def _clean_markdown(fields: Mapping[str, Any], prefix: str) -> Content:
     content = fields.get("content")
     if not isinstance(content, str) or not content:
         raise ContentError(f"{prefix}content is required for type markdown")
+    if len(content) > MAX_MARKDOWN:
+        raise ContentError(f"{prefix}content holds at most {MAX_MARKDOWN} characters")
     return Content("markdown", _optional_text(fields, prefix), {"content": content})
 
 
@@ -132,6 +159,7 @@ def clean_content(kind: object, fields: Mapping[str, Any], *, prefix: str = "") 
 
     ``prefix`` names the object in error messages (``"message."`` for A2).
     """
+    fields = scrub(fields)
     if kind == "text":
         text = fields.get("text")
         if not isinstance(text, str) or not text.strip():

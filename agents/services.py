@@ -8,7 +8,7 @@ none of them writes chat state by itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -66,8 +66,11 @@ def _next_visitor_number() -> int:
     return Counter.objects.get(name=VISITOR_COUNTER).value
 
 
-def _open_chat_of(client: Client) -> Chat | None:
-    return Chat.objects.filter(client=client, state__in=Chat.OPEN_STATES).first()
+def _open_chat_of(client: Client, *, lock: bool = False) -> Chat | None:
+    chats = Chat.objects.filter(client=client, state__in=Chat.OPEN_STATES)
+    # Locked, a chat finished meanwhile is seen finished (and a new one opens)
+    # instead of taking a message no agent will look at.
+    return (chats.select_for_update() if lock else chats).first()
 
 
 @transaction.atomic
@@ -191,7 +194,7 @@ def post_client_message(
     open_state: str = Chat.State.QUEUED,
 ) -> Message:
     """Store a client's message, opening a chat when the client has none open."""
-    chat = _open_chat_of(client) or _open_or_join(client, open_state)
+    chat = _open_chat_of(client, lock=True) or _open_or_join(client, open_state)
     message = Message.objects.create(
         chat=chat,
         author=Message.Author.CLIENT,
@@ -318,6 +321,20 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None) -> Chat:
     chat.save(update_fields=["state", "finished_at", "client_typing_until", "agent_typing_until"])
     events.publish(events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None))
     return chat
+
+
+@transaction.atomic
+def finish_idle_chat(*, chat: Chat, idle_since: datetime) -> bool:
+    """Finish ``chat`` if it is open and nothing was written in it since ``idle_since``.
+
+    Checked under the chat's lock, so a message that just arrived keeps it open.
+    """
+    chat = _lock(chat)
+    last = chat.messages.order_by("-created").values_list("created", flat=True).first()
+    if not chat.is_open or (last or chat.created) >= idle_since:
+        return False
+    finish_chat(chat=chat)
+    return True
 
 
 @transaction.atomic

@@ -24,11 +24,4 @@ def finish_inactive_chats() -> int:
         .annotate(last_activity=Coalesce(Max("messages__created"), "created"))
         .filter(last_activity__lt=cutoff)
     )
-    finished = 0
-    for chat in idle:
-        try:
-            services.finish_chat(chat=chat)
-        except services.InvalidState:
-            continue  # finished meanwhile by an agent
-        finished += 1
-    return finished
+    return sum(services.finish_idle_chat(chat=chat, idle_since=cutoff) for chat in idle)

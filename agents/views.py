@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors, services
@@ -100,10 +101,10 @@ def live(request: HttpRequest) -> JsonResponse:
         "lists_html": render_to_string("agents/_lists.html", lists, request=request),
     }
     chat_id = request.GET.get("chat", "")
-    if chat_id.isdigit():
+    if chat_id.isascii() and chat_id.isdigit():
         chat = _chat(request, int(chat_id))
         after = request.GET.get("after", "0")
-        after_id = int(after) if after.isdigit() else 0
+        after_id = int(after) if after.isascii() and after.isdigit() else 0
         new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
         outbound = chat.messages.filter(author=Message.Author.AGENT).exclude(delivery_status="")
         data["chat"] = {
@@ -132,7 +133,10 @@ def status(request: HttpRequest) -> HttpResponse:
     services.set_agent_status(agent=_agent(request), online=online)
     if _wants_json(request):
         return JsonResponse({"ok": True, "online": online})
-    return redirect(request.POST.get("next") or "agent:home")
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        target = "agent:home"
+    return redirect(target)
 
 
 @login_required

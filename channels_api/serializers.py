@@ -37,20 +37,23 @@ def _url(value: str) -> str:
     return value
 
 
-def _text(max_length: int) -> serializers.CharField:
-    return serializers.CharField(
-        required=False, allow_blank=True, allow_null=True, max_length=max_length
-    )
+def _text() -> serializers.CharField:
+    return serializers.CharField(required=False, allow_blank=True, allow_null=True)
+
+
+# Optional display fields longer than this are cut, like message.text: a
+# long name is no reason to lose the customer's message.
+CONTACT_LIMITS = {"name": 255, "phone": 100, "email": 255, "invite": 5000}
 
 
 class SenderIn(serializers.Serializer[Any]):
     id = ExternalIdField()
-    name = _text(255)
-    phone = _text(100)
-    email = _text(255)
-    photo = _text(1000)
-    url = _text(1000)
-    invite = _text(5000)
+    name = _text()
+    phone = _text()
+    email = _text()
+    photo = _text()
+    url = _text()
+    invite = _text()
 
     def validate_photo(self, value: str | None) -> str:
         return _url(value or "")
@@ -98,4 +101,8 @@ class UserMessageIn(serializers.Serializer[Any]):
             "url": "url",
             "invite": "invite_text",
         }
-        return {ours: sender[theirs] for theirs, ours in names.items() if sender.get(theirs)}
+        return {
+            ours: sender[theirs][: CONTACT_LIMITS.get(theirs)]
+            for theirs, ours in names.items()
+            if sender.get(theirs)
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -75,14 +76,19 @@ def update_chat_api_channel(
     return chat_api
 
 
+URL_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 def channel_for_path(*, path_secret: str, public_id: str) -> ChatApiChannel | None:
     """The channel an endpoint URL names, or None — the same for a wrong secret
     and an unknown id. The secret is compared in constant time."""
-    chat_api = (
-        ChatApiChannel.objects.select_related("channel", "endpoint")
-        .filter(channel__public_id=public_id)
-        .first()
-    )
+    chat_api = None
+    if URL_TOKEN.fullmatch(public_id):
+        chat_api = (
+            ChatApiChannel.objects.select_related("channel", "endpoint")
+            .filter(channel__public_id=public_id)
+            .first()
+        )
     expected = chat_api.path_secret if chat_api else "x" * 32
     matches = hmac.compare_digest(expected.encode(), path_secret.encode())
     return chat_api if chat_api and matches else None
@@ -152,16 +158,22 @@ def _store(chat_api: ChatApiChannel, message: UserMessage) -> Answer:
     channel = chat_api.channel
     if not channel.is_active:
         raise Refused(403, "access_denied", "the channel is not active")
+    if message.content is None:
+        # typein / typeout: every other field is ignored, and a sender with
+        # no open chat is no one to show typing for.
+        chat = Chat.objects.filter(
+            client__channel=channel,
+            client__external_id=str(message.sender_id),
+            state__in=Chat.OPEN_STATES,
+        ).first()
+        if chat is not None:
+            chats.set_client_typing(chat=chat, typing=message.type == "typein")
+        return Answer(200, {"result": "ok"})
     client = chats.get_or_create_client(
         channel=channel, external_id=message.sender_id, contact=message.contact
     )
     if Chat.objects.filter(client=client, blacklisted=True).exists():
         raise Refused(403, "access_denied", "the client is blacklisted")
-    if message.content is None:
-        chat = Chat.objects.filter(client=client, state__in=Chat.OPEN_STATES).first()
-        if chat is not None:
-            chats.set_client_typing(chat=chat, typing=message.type == "typein")
-        return Answer(200, {"result": "ok"})
     if chat_api.unique_message_ids and message.message_id:
         duplicate = Message.objects.filter(
             chat__client=client, author=Message.Author.CLIENT, external_id=message.message_id

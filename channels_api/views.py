@@ -6,7 +6,6 @@ session and no CSRF token, so the views are CSRF-exempt.
 
 from __future__ import annotations
 
-import json
 import logging
 
 from django.conf import settings
@@ -14,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.api.errors import error_response, validation_message
+from agents.api.parsers import loads
 from channels_api import ratelimit
 from channels_api.serializers import UserMessageIn
 from channels_api.services import (
@@ -55,7 +55,10 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
     if chat_api is None:
         return error_response(404, NO_CHANNEL)
     limit = settings.CHAT_API_MAX_BODY_BYTES
-    if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if not declared.isascii() or not declared.isdigit():
+        return error_response(400, "Content-Length is not a number")
+    if int(declared) > limit or len(request.body) > limit:
         return error_response(413, f"the body is larger than {limit} bytes")
     if ratelimit.over_limit(channel_id=chat_api.channel_id):
         response = error_response(429, "too many requests for this channel; retry shortly")
@@ -67,9 +70,9 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
     if key and (seen := remembered_answer(chat_api=chat_api, key=key)):
         return JsonResponse(seen.body, status=seen.status)
     try:
-        data = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
-        return error_response(400, "the body is not valid JSON")
+        data = loads(request.body)
+    except ValueError as error:
+        return error_response(400, f"the body is not valid JSON: {error}")
     parsed = UserMessageIn(data=data)
     if not parsed.is_valid():
         return error_response(400, validation_message(parsed.errors))

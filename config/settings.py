@@ -9,6 +9,7 @@ from pathlib import Path
 
 import django_stubs_ext
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time.
 django_stubs_ext.monkeypatch()
@@ -25,9 +26,16 @@ SECRET_KEY = env.str(
     "SECRET_KEY",
     default="dev-only-insecure-key-9f2c1d7e5b3a4c6d8e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b",
 )
+if not DEBUG and SECRET_KEY.startswith("dev-only-"):
+    raise ImproperlyConfigured("set SECRET_KEY: the development key is public")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL])
+if PUBLIC_URL.startswith("https://"):
+    # Served over TLS (usually behind a proxy that says so): cookies only over https.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
 
 # Outbound webhooks to loopback/private addresses are allowed only in the
 # embedded (development) default; production refuses them (delivery/ssrf.py).
@@ -148,6 +156,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "finish-inactive-chats": {"task": "agents.tasks.finish_inactive_chats", "schedule": 600.0},
+    "forget-idempotency-keys": {
+        "task": "channels_api.tasks.forget_idempotency_keys",
+        "schedule": 3600.0,
+    },
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -162,6 +174,8 @@ INACTIVE_CHAT_HOURS = env.int("INACTIVE_CHAT_HOURS", default=24)
 # channel carries all of an integrator's customers, so the default is generous.
 CHAT_API_RATE_LIMIT_PER_SECOND = env.int("CHAT_API_RATE_LIMIT_PER_SECOND", default=1000)
 CHAT_API_MAX_BODY_BYTES = env.int("CHAT_API_MAX_BODY_BYTES", default=64 * 1024)
+# How long a retry with the same Idempotency-Key is answered as the first time.
+IDEMPOTENCY_KEY_HOURS = env.int("IDEMPOTENCY_KEY_HOURS", default=24)
 
 # --- i18n, static ---------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -184,7 +198,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["agents.api.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "agents.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

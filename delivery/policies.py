@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -97,15 +98,38 @@ class Verdict:
     retry_after: float | None = None  # seconds the target asked us to wait
 
 
+# json.loads joins surrogate pairs into one character, so any left are lone.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """``value`` with every string fit for PostgreSQL text and jsonb.
+
+    NUL becomes U+FFFD, and so does a lone surrogate (a JSON escape like
+    ``"\\ud83d"`` that UTF-8 cannot hold); dicts and lists are walked through.
+    """
+    if isinstance(value, str):
+        value = value.replace("\x00", "\ufffd")
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # jsonb cannot hold NaN or Infinity
+
+
 def parse_reply(body: bytes) -> Any:
     """JSON when the body is JSON, the text when it is not, ``None`` when empty."""
     if not body.strip():
         return None
-    # NUL cannot be stored in PostgreSQL text or jsonb; it is no loss to a person.
-    text = body.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    text = storable(body.decode("utf-8", errors="replace"))
     try:
-        return json.loads(text.replace("\\u0000", "\\ufffd"))
-    except ValueError:
+        return storable(json.loads(text, parse_constant=_no_constant))
+    except (ValueError, RecursionError):
         return text
 
 

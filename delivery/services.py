@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from delivery import handlers, signing, transport
 from delivery.models import Delivery, DeliveryAttempt, Endpoint
-from delivery.policies import Policy, get_policy, judge
+from delivery.policies import Policy, get_policy, judge, storable
 from delivery.ssrf import validate_endpoint_url
 
 __all__ = [
@@ -404,7 +404,8 @@ def _has_pending_predecessor(delivery: Delivery) -> bool:
 
 
 def _text_for_db(text: str) -> str:
-    return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
+    storable_text: str = storable(text)  # no NUL, no lone surrogate
+    return storable_text
 
 
 @transaction.atomic

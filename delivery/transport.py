@@ -10,6 +10,7 @@ checks. Redirects are not followed, nothing is retried at this level
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import logging
 import os
@@ -216,6 +217,14 @@ def _unexpected(error: Exception, duration_ms: int) -> Exchange:
     return Exchange(None, duration_ms, error=f"request failed: {type(error).__name__}")
 
 
+def _shut(response: requests.Response) -> None:
+    """End a reply that is still being read: shut its socket down."""
+    sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def _bytes_once(body: bytes) -> Iterator[bytes]:
     # A generator makes requests use chunked transfer encoding.
     yield body
@@ -252,6 +261,12 @@ def post(
         return Exchange(None, elapsed_ms(), error=describe_connection_error(error, host=host))
     except Exception as error:  # a bug or an exotic failure: a failed try, not a lost one
         return _unexpected(error, elapsed_ms())
+    # A read blocks up to the timeout for each chunk; a target that drips a
+    # byte now and then would keep the try alive far past it. At the deadline
+    # the socket is shut, which ends a blocked read at once.
+    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), _shut, (response,))
+    watchdog.daemon = True
+    watchdog.start()
     try:
         received = bytearray()
         for chunk in response.iter_content(64 * 1024):
@@ -262,12 +277,15 @@ def post(
             if time.monotonic() > deadline:
                 return Exchange(None, elapsed_ms(), error=timed_out)
     except requests.exceptions.RequestException as error:
-        if any(isinstance(c, TimeoutError) for c in _chain(error)):
+        if time.monotonic() >= deadline or any(isinstance(c, TimeoutError) for c in _chain(error)):
             return Exchange(None, elapsed_ms(), error=timed_out)
         return Exchange(None, elapsed_ms(), error=describe_connection_error(error, host=host))
     except Exception as error:
+        if time.monotonic() >= deadline:
+            return Exchange(None, elapsed_ms(), error=timed_out)
         return _unexpected(error, elapsed_ms())
     finally:
+        watchdog.cancel()
         response.close()
     return Exchange(
         status_code=response.status_code,

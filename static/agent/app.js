@@ -93,7 +93,10 @@
       if (!text) return;
       box.value = "";
       window.clearTimeout(pause);
-      typing = false;  // the message itself ends typing
+      if (typing) {
+        typing = false;
+        await post(page.dataset.typingUrl, { typing: "false" });  // typeout, then the message
+      }
       const answer = await post(composer.action, { text });
       if (answer.error) { box.value = text; window.alert(answer.error.message); }
     });

@@ -179,3 +179,14 @@ def test_another_agents_failed_message_has_no_retry(browser: Browser, agent: Age
 
     assert "not delivered: HTTP 500" in html and 'data-testid="retry"' not in html
     assert "Another agent answers this chat" in html
+
+
+def test_odd_live_parameters_are_ignored(browser: Browser) -> None:
+    assert browser.get("/agent/live?chat=²&after=³").status_code == 200
+
+
+def test_the_status_switch_stays_on_this_site(browser: Browser) -> None:
+    answer = browser.post("/agent/status", {"status": "online", "next": "https://evil.example/"})
+    assert answer["Location"] == "/agent/"
+    answer = browser.post("/agent/status", {"status": "online", "next": "/agent/history/"})
+    assert answer["Location"] == "/agent/history/"

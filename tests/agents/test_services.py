@@ -310,3 +310,15 @@ def test_a_subscriber_runs_inside_the_transaction() -> None:
     finally:
         events.unsubscribe(events.MessagePosted, write_a_note)
     assert not Message.objects.exists() and not Chat.objects.exists()
+
+
+def test_an_idle_chat_with_a_fresh_message_is_not_finished() -> None:
+    chat = ChatFactory.create(created=timezone.now() - timedelta(days=2))
+    cutoff = timezone.now() - timedelta(hours=1)
+    services.post_client_message(client=chat.client, content=text("still here"))
+
+    assert services.finish_idle_chat(chat=chat, idle_since=cutoff) is False
+    chat.refresh_from_db()
+    assert chat.state == Chat.State.QUEUED
+    Message.objects.filter(chat=chat).update(created=timezone.now() - timedelta(days=1))
+    assert services.finish_idle_chat(chat=chat, idle_since=cutoff) is True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -254,3 +256,54 @@ def test_a_lost_last_try_ends_the_delivery(
     assert delivery.last_error == "no result from the last try (the worker was lost)"
     assert outcomes.failures == [(delivery.pk, delivery.last_error)]
     assert delivery.attempt_log.get().error == "no result: the worker was lost during this try"
+
+
+def test_a_reply_dripping_past_the_timeout_is_cut_at_it() -> None:
+    """A target that sends a byte now and then cannot hold a try past its timeout."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+        while not stop.wait(0.5):
+            try:
+                conn.sendall(b"x")
+            except OSError:
+                break
+        conn.close()
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+        started = time.monotonic()
+        exchange = transport.post(url=url, body=b"{}", headers={}, chunked=False, timeout=2)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        server.close()
+
+    assert exchange.error == "timed out after 2 s" and exchange.status_code is None
+    assert took < 3, took
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"result": "ok", "n": NaN}', '{"result": "ok \\ud83d"}', '{"result": "ok\\u0000"}'],
+)
+def test_odd_but_successful_replies_are_stored(
+    target: Target, endpoint: Endpoint, reply: str
+) -> None:
+    target.script(Reply(200, reply))
+    delivery = drive(send(endpoint))
+    assert delivery.status == Delivery.Status.DELIVERED and len(target.received) == 1
+
+
+def test_an_error_message_with_a_half_emoji_is_stored(target: Target, endpoint: Endpoint) -> None:
+    target.script(Reply(200, '{"error": {"code": "bad", "message": "no \\ud83d"}}'))
+    delivery = drive(send(endpoint))
+    assert delivery.status == Delivery.Status.FAILED and delivery.last_error == "bad: no \ufffd"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Request, expect
 
 from agents.models import Agent, Chat
 from channels_api.models import ChatApiChannel
@@ -132,8 +132,9 @@ def test_an_agents_day(
     expect(mine).to_contain_text("Let me check", timeout=LIVE)
     expect(mine.locator(".d-delivered")).to_be_visible(timeout=10_000)
     replies = [json.loads(r.body) for r in target.received]
-    texts = [r["message"].get("text") for r in replies if r["message"]["type"] == "text"]
-    assert texts == ["Sorry to hear that! Let me check"]
+    kinds = [r["message"]["type"] for r in replies]
+    assert kinds == ["typein", "typeout", "text"]  # typing ends, then the message
+    assert replies[-1]["message"]["text"] == "Sorry to hear that! Let me check"
     assert replies[-1]["recipient"] == {"id": 501}
 
     # A new message from the customer arrives live.
@@ -213,3 +214,18 @@ def test_an_agent_only_sees_its_channels(
     chat = Chat.objects.get()
     assert page.goto(f"/agent/chats/{chat.pk}/").status == 404  # type: ignore[union-attr]
     context.close()
+
+
+def test_an_open_page_asks_at_most_once_a_second(
+    page: Page, alice: Agent, chat_api: ChatApiChannel
+) -> None:
+    sign_in(page)
+    polls: list[str] = []
+
+    def count(request: Request) -> None:
+        if "/agent/live" in request.url:
+            polls.append(request.url)
+
+    page.on("request", count)
+    page.wait_for_timeout(5000)
+    assert 3 <= len(polls) <= 6, polls  # about one a second, whatever the number of chats

@@ -1,0 +1,43 @@
+"""JSON in, strictly: what the database and the pages can hold."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import IO, Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from agents.content import scrub
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(raw: bytes | str) -> Any:
+    """Parse a request body; ``ValueError`` for anything that is not plain JSON.
+
+    NaN and Infinity are refused (JSON has neither), so is nesting too deep
+    for the parser; strings are scrubbed of NUL and lone surrogates.
+    """
+    try:
+        return scrub(json.loads(raw, parse_constant=_no_constant))
+    except RecursionError as error:
+        raise ValueError("the JSON is nested too deeply") from error
+    except UnicodeDecodeError as error:
+        raise ValueError("the body is not UTF-8") from error
+
+
+class StrictJSONParser(JSONParser):
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        try:
+            return loads(stream.read())
+        except ValueError as error:
+            raise ParseError(f"JSON parse error - {error}") from error
