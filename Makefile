@@ -22,11 +22,13 @@ run: $(STAMP)
 	@echo
 	@echo "Switchboard: http://$(HOST):$(PORT)/  (admin /admin/, agent API /api/agent/v1/, docs /api/docs/)"
 	@echo "Logins are printed above. Ctrl-C stops web, worker and beat."
-	@bash -c 'trap "kill 0" INT TERM EXIT; \
-	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & \
-	  $(PY) -m celery -A config beat -l INFO & \
-	  $(PY) manage.py runserver --noreload $(HOST):$(PORT) & \
-	  wait'
+	@bash -c 'pids=""; \
+	  stop() { trap - INT TERM EXIT; kill -TERM $$pids 2>/dev/null; wait; }; \
+	  trap stop INT TERM EXIT; \
+	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
+	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \
+	  $(PY) manage.py runserver --noreload $(HOST):$(PORT) & pids="$$pids $$!"; \
+	  wait -n'
 
 test: $(STAMP)
 	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest

@@ -89,6 +89,7 @@ class ChatMessagesView(AgentView):
         message = services.post_agent_message(
             chat=chat, agent=self.agent(request), content=data.validated_data["content"]
         )
+        message.refresh_from_db()  # a channel may have started its delivery meanwhile
         return Response(MessageOut(message).data, status=201)
 
 

@@ -53,7 +53,7 @@ def test_chat_channel_flow(
     # The agent presses Reply and answers; the integrator receives it.
     assert api.post(f"/api/agent/v1/chats/{chat_id}/accept").status_code == 200
     reply = api.post(f"/api/agent/v1/chats/{chat_id}/messages", {"type": "text", "text": "Hi Ann"})
-    assert reply.status_code == 201
+    assert reply.status_code == 201 and reply.json()["delivery"]["status"] == "pending"
     [request] = target.wait_for(1)
     assert json.loads(request.body) == {
         "sender": {"name": agent.name},
