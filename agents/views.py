@@ -6,6 +6,7 @@ channels; every state change goes through ``agents.services``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -139,67 +140,63 @@ def status(request: HttpRequest) -> HttpResponse:
     return redirect(target)
 
 
-@login_required
-@require_POST
-def accept(request: HttpRequest, chat_id: int) -> HttpResponse:
+def _act(
+    request: HttpRequest, chat_id: int, change: Callable[[Chat, Agent], object]
+) -> HttpResponse:
+    """Apply one service to one of my chats; a refusal is shown, not raised."""
     chat = _chat(request, chat_id)
     try:
-        services.accept_chat(chat=chat, agent=_agent(request))
+        change(chat, _agent(request))
     except services.ServiceError as error:
         return _refused(request, error, chat)
     return _done(request, chat)
+
+
+@login_required
+@require_POST
+def accept(request: HttpRequest, chat_id: int) -> HttpResponse:
+    return _act(request, chat_id, lambda chat, agent: services.accept_chat(chat=chat, agent=agent))
 
 
 @login_required
 @require_POST
 def finish(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat = _chat(request, chat_id)
-    try:
-        services.finish_chat(chat=chat, agent=_agent(request))
-    except services.ServiceError as error:
-        return _refused(request, error, chat)
-    return _done(request, chat)
+    return _act(request, chat_id, lambda chat, agent: services.finish_chat(chat=chat, agent=agent))
 
 
 @login_required
 @require_POST
 def send(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat = _chat(request, chat_id)
     data = MessageIn(data={"type": "text", "text": request.POST.get("text", "")})
     if not data.is_valid():
         error = services.ServiceError("write a message of up to 4000 characters first")
-        return _refused(request, error, chat)
-    try:
-        message = services.post_agent_message(
-            chat=chat, agent=_agent(request), content=data.validated_data["content"]
-        )
-    except services.ServiceError as error:
-        return _refused(request, error, chat)
-    return _done(request, chat, message_id=message.pk)
+        return _refused(request, error, _chat(request, chat_id))
+    content = data.validated_data["content"]
+    return _act(
+        request,
+        chat_id,
+        lambda chat, agent: services.post_agent_message(chat=chat, agent=agent, content=content),
+    )
 
 
 @login_required
 @require_POST
 def typing(request: HttpRequest, chat_id: int) -> HttpResponse:
-    chat = _chat(request, chat_id)
-    try:
-        services.set_agent_typing(
-            chat=chat, agent=_agent(request), typing=request.POST.get("typing") == "true"
-        )
-    except services.ServiceError as error:
-        return _refused(request, error, chat)
-    return _done(request, chat)
+    on = request.POST.get("typing") == "true"
+    return _act(
+        request,
+        chat_id,
+        lambda chat, agent: services.set_agent_typing(chat=chat, agent=agent, typing=on),
+    )
 
 
 @login_required
 @require_POST
 def retry(request: HttpRequest, chat_id: int, message_id: int) -> HttpResponse:
-    chat = _chat(request, chat_id)
-    message = chat.messages.filter(pk=message_id).first()
-    if message is None:
-        raise Http404("no such message")
-    try:
-        services.retry_message(message=message, agent=_agent(request))
-    except services.ServiceError as error:
-        return _refused(request, error, chat)
-    return _done(request, chat)
+    def send_again(chat: Chat, agent: Agent) -> None:
+        message = chat.messages.filter(pk=message_id).first()
+        if message is None:
+            raise Http404("no such message")
+        services.retry_message(message=message, agent=agent)
+
+    return _act(request, chat_id, send_again)

@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from agents import events
 from agents import services as chats
 from agents.content import Content
-from agents.models import Agent, Channel, Chat, Message
+from agents.models import Agent, Channel, Chat, Client, Message
 from channels_api import payloads
 from channels_api.models import ChatApiChannel, InboundRequest
 from delivery import handlers
@@ -175,6 +175,9 @@ def _store(chat_api: ChatApiChannel, message: UserMessage) -> Answer:
     if Chat.objects.filter(client=client, blacklisted=True).exists():
         raise Refused(403, "access_denied", "the client is blacklisted")
     if chat_api.unique_message_ids and message.message_id:
+        # One check at a time per client, so two concurrent retries of one
+        # message cannot both find no duplicate.
+        Client.objects.select_for_update().filter(pk=client.pk).first()
         duplicate = Message.objects.filter(
             chat__client=client, author=Message.Author.CLIENT, external_id=message.message_id
         ).exists()
