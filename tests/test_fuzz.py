@@ -118,5 +118,5 @@ def test_the_agent_api_never_answers_500(
     path = (
         "/api/agent/v1/status" if action == "status" else f"/api/agent/v1/chats/{chat_id}/{action}"
     )
-    answer = api.generic("POST", path, encode(body), content_type="application/json")
+    answer = api.generic("POST", path, encode(body).decode(), content_type="application/json")
     assert_well_formed(answer)
