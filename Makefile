@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export PUBLIC_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench clean chromium
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,18 @@ run: $(STAMP)
 	  $(PY) manage.py runserver --noreload $(HOST):$(PORT) & pids="$$pids $$!"; \
 	  wait -n'
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+
+# The browser tests drive Debian's chromium (Playwright downloads no browser).
+chromium:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "the browser tests need chromium: sudo apt-get install chromium"; \
+	  fi; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
