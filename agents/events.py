@@ -124,7 +124,6 @@ class AgentStatusChanged(Event):
 
 
 E = TypeVar("E", bound=Event)
-Handler = Callable[[E], None]
 
 _subscribers: defaultdict[type[Event], list[Callable[[Event], None]]] = defaultdict(list)
 

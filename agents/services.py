@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -122,24 +121,6 @@ def update_client_contact(*, client: Client, contact: Mapping[str, str]) -> list
         )
     )
     return changed
-
-
-@transaction.atomic
-def set_visitor_data(*, client: Client, data: Mapping[str, Any]) -> Client:
-    """Merge what the site knows of the visitor (page, UTM, geoip, user agent)."""
-    merged = {**client.visitor_data, **data}
-    if merged != client.visitor_data:
-        client.visitor_data = merged
-        client.save(update_fields=["visitor_data"])
-        chat = _open_chat_of(client)
-        events.publish(
-            events.ClientUpdated(
-                client_id=client.pk,
-                chat_id=chat.pk if chat else None,
-                fields=("visitor_data",),
-            )
-        )
-    return client
 
 
 # --- chat lifecycle ---------------------------------------------------------
