@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export PUBLIC_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: run test lint format bench clean chromium
+.PHONY: run test screenshots lint format bench clean chromium
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ run: $(STAMP)
 
 test: $(STAMP) chromium
 	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+
+# The README's screenshots, refreshed by the browser tests (make test leaves them alone).
+screenshots: $(STAMP) chromium
+	UPDATE_SCREENSHOTS=1 VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -m browser tests/e2e
 
 # The browser tests drive Debian's chromium (Playwright downloads no browser).
 chromium:

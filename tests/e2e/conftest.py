@@ -48,6 +48,11 @@ def chromium() -> Iterator[object]:
 
 
 @pytest.fixture
-def screenshots() -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS
+def screenshots(tmp_path: Path) -> Path:
+    """Where the browser tests save their screenshots: the README's folder
+    under ``make screenshots`` (UPDATE_SCREENSHOTS=1), else a scratch folder,
+    so that ``make test`` leaves the working tree as it found it."""
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        return SCREENSHOTS
+    return tmp_path
