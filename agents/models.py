@@ -272,3 +272,20 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.author} {self.type} in chat {self.chat_id}"
+
+
+class RateLimitHit(models.Model):
+    """One admitted request of a rate limit kept in the database (``agents.ratelimit``).
+
+    Used when there is no Redis: rows older than their window are deleted as
+    the key is counted again, and by a periodic task.
+    """
+
+    key = models.CharField(max_length=200)
+    at = models.FloatField(help_text="Unix time, seconds.")
+
+    class Meta:
+        indexes = [models.Index(fields=["key", "at"], name="ratelimit_key_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.key} @ {self.at}"

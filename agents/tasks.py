@@ -8,7 +8,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import services
+from agents import ratelimit, services
 from agents.models import Chat
 
 
@@ -25,3 +25,9 @@ def finish_inactive_chats() -> int:
         .filter(last_activity__lt=cutoff)
     )
     return sum(services.finish_idle_chat(chat=chat, idle_since=cutoff) for chat in idle)
+
+
+@shared_task
+def forget_rate_limit_hits() -> int:
+    """Delete rate-limit rows of keys that went quiet (the database store only)."""
+    return ratelimit.forget_old_hits()
