@@ -6,6 +6,7 @@ cache, so ``make run`` needs no server besides Python.
 """
 
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import django_stubs_ext
 import environ
@@ -118,14 +119,40 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # --- broker and cache -----------------------------------------------------
+# The broker and the cache never share a Redis database: clearing a cache is
+# FLUSHDB on Redis, and on the broker's database it would wipe queued work.
+# REDIS_URL is the broker; the cache takes the next database number unless
+# REDIS_CACHE_URL names one (docs/operations.md).
+
+
+def redis_database(url: str) -> tuple[str | None, int, str]:
+    """Host, port and database number that ``url`` points at."""
+    parts = urlsplit(url)
+    return parts.hostname, parts.port or 6379, parts.path.strip("/") or "0"
+
+
+def redis_database_after(url: str) -> str:
+    """``url`` with its database number (the path, ``/0`` when absent) plus one."""
+    parts = urlsplit(url)
+    number = parts.path.strip("/") or "0"
+    if "db=" in parts.query or not number.isdigit() or int(number) >= 15:
+        raise ImproperlyConfigured(
+            f"set REDIS_CACHE_URL: no database after the broker's in REDIS_URL ({parts.path!r})"
+        )
+    return urlunsplit(parts._replace(path=f"/{int(number) + 1}"))
+
+
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
+    REDIS_CACHE_URL = env.str("REDIS_CACHE_URL", default="") or redis_database_after(REDIS_URL)
+    if redis_database(REDIS_CACHE_URL) == redis_database(REDIS_URL):
+        raise ImproperlyConfigured("REDIS_CACHE_URL must not be the broker's database")
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
+            "LOCATION": REDIS_CACHE_URL,
             "KEY_PREFIX": "switchboard",
         }
     }
@@ -156,6 +183,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "finish-inactive-chats": {"task": "agents.tasks.finish_inactive_chats", "schedule": 600.0},
+    "forget-rate-limit-hits": {"task": "agents.tasks.forget_rate_limit_hits", "schedule": 3600.0},
     "forget-idempotency-keys": {
         "task": "channels_api.tasks.forget_idempotency_keys",
         "schedule": 3600.0,
