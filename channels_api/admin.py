@@ -62,11 +62,6 @@ class ChatApiChannelForm(forms.ModelForm[ChatApiChannel]):
                 active=channel.is_active,
             )
 
-    def clean_webhook_url(self) -> str:
-        url: str = self.cleaned_data["webhook_url"]
-        delivery.validate_endpoint_url(url)
-        return url
-
 
 @admin.register(ChatApiChannel)
 class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from agents.models import Channel
 from delivery.models import Endpoint
+from delivery.ssrf import validate_endpoint_url
 
 URL_PREFIX = "chat-api"
 
@@ -22,8 +23,12 @@ def new_path_secret() -> str:
 class ChatApiChannel(models.Model):
     channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="chat_api")
     path_secret = models.CharField(max_length=64, default=new_path_secret, editable=False)
-    webhook_url = models.URLField(
-        max_length=1000, help_text="The integrator's server; agent messages go to <url>/<id>."
+    # A CharField with the one endpoint-URL check, not a URLField: its own URL
+    # rules would disagree with the services' (delivery/ssrf.py).
+    webhook_url = models.CharField(
+        max_length=1000,
+        validators=[validate_endpoint_url],
+        help_text="The integrator's server; agent messages go to <url>/<id>.",
     )
     endpoint = models.OneToOneField(Endpoint, on_delete=models.PROTECT, related_name="chat_api")
     unique_message_ids = models.BooleanField(

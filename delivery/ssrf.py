@@ -11,10 +11,14 @@ cannot slip through.
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
+from typing import cast
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -91,15 +95,42 @@ def check_address(address: str) -> None:
         )
 
 
-def validate_endpoint_url(url: str) -> None:
-    """An endpoint URL is http(s) with a host; a literal IP must be allowed.
+# Django's URL rules with http/https, where a host name of one label (a
+# container or service name: ``http://integrator:9000/``) is a host too, as
+# ``localhost`` is for Django. Built from Django's own pattern.
+_HOST = "(" + URLValidator.host_re + "|" + URLValidator.hostname_re + ")"
+_URL_RULES = URLValidator(
+    schemes=["http", "https"],
+    regex=cast("re.Pattern[str]", URLValidator.regex).pattern.replace(
+        URLValidator.host_re, _HOST, 1
+    ),
+    flags=re.IGNORECASE,
+)
 
-    Host names are resolved only when a request is made (see module doc).
+
+def _numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address the C resolver reads in ``host`` (``2130706433``,
+    ``0x7f000001``, ``0177.0.0.1`` and ``127.1`` are all 127.0.0.1), if any."""
+    if not host.isascii() or any(ch.isspace() for ch in host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def validate_endpoint_url(url: str) -> None:
+    """The one check of an outbound target URL, wherever it is set.
+
+    Django's URL rules with http or https (a one-label host name is a host
+    too); a host the resolver reads as an IPv4 address must be written a.b.c.d;
+    a literal IP must pass the guard. Host names are resolved only when a
+    request is made (see module doc).
     """
     try:
         parts = urlsplit(url)
-        port = parts.port
         host = parts.hostname
+        port = parts.port
     except ValueError as error:
         raise ValidationError(f"Not a valid URL: {error}.", code="invalid") from error
     if parts.scheme not in ("http", "https"):
@@ -108,8 +139,18 @@ def validate_endpoint_url(url: str) -> None:
         raise ValidationError("The URL must have a host.", code="host")
     if any(ch.isspace() for ch in url):
         raise ValidationError("The URL must not contain spaces.", code="invalid")
+    numeric = _numeric_ipv4(host)
+    if numeric is not None and str(numeric) != host:
+        raise ValidationError(
+            f"Write the IP address as four decimal numbers a.b.c.d: {host} means {numeric}.",
+            code="address",
+        )
     if port == 0:
         raise ValidationError("The URL's port must not be 0.", code="invalid")
+    try:
+        _URL_RULES(url)
+    except ValidationError as error:
+        raise ValidationError("Not a valid URL.", code="invalid") from error
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
