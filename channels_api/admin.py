@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -17,15 +18,16 @@ from agents.models import Agent
 from channels_api import services
 from channels_api.models import ChatApiChannel
 from delivery import services as delivery
+from delivery.admin import NewSecret, secret_page
+
+_NEW_SECRET = "_chat_api_new_secret"  # noqa: S105 (a request attribute name)
 
 
 def copyable(value: str, element_id: str) -> SafeString:
-    """A read-only text box with a Copy button."""
+    """A read-only text box with a Copy button (static/admin/copy.js)."""
     return format_html(
-        '<input type="text" id="{}" value="{}" readonly size="90" style="font-family:monospace"> '
-        '<button type="button" class="button" onclick="const e=document.getElementById(\'{}\');'
-        "e.select();navigator.clipboard&&navigator.clipboard.writeText(e.value);"
-        "this.textContent='Copied'\">Copy</button>",
+        '<input type="text" id="{}" value="{}" readonly size="90" class="copyable"> '
+        '<button type="button" class="button" data-copy="{}">Copy</button>',
         element_id,
         value,
         element_id,
@@ -70,6 +72,10 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
     search_fields = ["channel__name", "channel__public_id", "webhook_url"]
     readonly_fields = ["public_id", "endpoint_url_field", "status_url_field", "delivery_log"]
     actions = ["rotate_secret"]
+
+    class Media:
+        js = ["admin/copy.js"]
+        css = {"all": ["admin/switchboard.css"]}
 
     def get_fieldsets(self, request: HttpRequest, obj: ChatApiChannel | None = None) -> Any:
         settings_ = ("name", "webhook_url", "chunked", "agents", "active", "unique_message_ids")
@@ -128,30 +134,31 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
             services.update_chat_api_channel(chat_api=made, active=False, **options)
         obj.pk, obj.channel, obj.endpoint = made.pk, made.channel, made.endpoint
         obj.path_secret = made.path_secret
-        self._show_secret(request, secret)
+        setattr(request, _NEW_SECRET, secret)
 
     def response_add(
         self, request: HttpRequest, obj: ChatApiChannel, post_url_continue: str | None = None
     ) -> HttpResponse:
-        # Straight to the channel's page: it shows the URLs to hand over.
-        return HttpResponseRedirect(
-            reverse("admin:channels_api_chatapichannel_change", args=[obj.pk])
+        # The secret once, then on to the channel's page: it shows the URLs to hand over.
+        page = reverse("admin:channels_api_chatapichannel_change", args=[obj.pk])
+        return secret_page(
+            request,
+            self.admin_site,
+            [NewSecret(str(obj), page, getattr(request, _NEW_SECRET))],
+            onward=("Go on to the channel: its URLs for the integrator", page),
         )
 
     @admin.action(description="Rotate the signing secret (the old one signs for a grace period)")
-    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]) -> None:
-        for chat_api in queryset.select_related("endpoint", "channel"):
-            self._show_secret(request, delivery.rotate_secret(endpoint=chat_api.endpoint), chat_api)
-
-    def _show_secret(
-        self, request: HttpRequest, secret: str, chat_api: ChatApiChannel | None = None
-    ) -> None:
-        whose = f" of {chat_api}" if chat_api else ""
-        messages.warning(
-            request,
-            format_html(
-                "Signing secret{} — shown only now, copy it for the integrator: {}",
-                whose,
-                copyable(secret, f"secret-{chat_api.pk if chat_api else 'new'}"),
-            ),
-        )
+    def rotate_secret(
+        self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
+    ) -> TemplateResponse:
+        rotated = [
+            NewSecret(
+                str(chat_api),
+                reverse("admin:channels_api_chatapichannel_change", args=[chat_api.pk]),
+                delivery.rotate_secret(endpoint=chat_api.endpoint),
+            )
+            for chat_api in queryset.select_related("endpoint", "channel")
+        ]
+        back = reverse("admin:channels_api_chatapichannel_changelist")
+        return secret_page(request, self.admin_site, rotated, onward=("Back to the channels", back))

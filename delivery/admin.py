@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin, messages
@@ -10,6 +11,7 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.html import format_html
 
 from delivery import services
@@ -20,23 +22,52 @@ _NEW_SECRET = "_delivery_new_secret"  # noqa: S105 (a request attribute name)
 
 def _pretty(value: Any) -> str:
     return format_html(
-        '<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
-        json.dumps(value, indent=2, ensure_ascii=False),
+        '<pre class="pretty">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False)
     )
 
 
-def _secret_page(
-    request: HttpRequest, admin_site: admin.AdminSite, secrets: list[tuple[Endpoint, str]]
+@dataclass(frozen=True)
+class NewSecret:
+    """A signing secret to show once, beside the admin page of what it signs for."""
+
+    owner: str
+    owner_url: str
+    secret: str
+
+
+def secret_page(
+    request: HttpRequest,
+    admin_site: admin.AdminSite,
+    secrets: list[NewSecret],
+    *,
+    onward: tuple[str, str],
 ) -> TemplateResponse:
-    """The only place a signing secret is ever shown."""
+    """The only place a signing secret is ever shown: in this page, never in a
+    message (a cookie) or a later page, and not kept by any cache.
+
+    ``onward`` is the link to go on with: (text, URL).
+    """
     context = {
         **admin_site.each_context(request),
         "title": "Signing secret",
         "secrets": secrets,
+        "onward_text": onward[0],
+        "onward_url": onward[1],
     }
-    response = TemplateResponse(request, "admin/delivery/endpoint/secret.html", context)
+    response = TemplateResponse(request, "admin/delivery/secret.html", context)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def _endpoint_secrets(pairs: list[tuple[Endpoint, str]]) -> list[NewSecret]:
+    return [
+        NewSecret(endpoint.url, reverse("admin:delivery_endpoint_change", args=[endpoint.pk]), key)
+        for endpoint, key in pairs
+    ]
+
+
+def _to_endpoints() -> tuple[str, str]:
+    return "Back to the endpoints", reverse("admin:delivery_endpoint_changelist")
 
 
 @admin.register(Endpoint)
@@ -95,12 +126,16 @@ class EndpointAdmin(admin.ModelAdmin[Endpoint]):
         secret = getattr(request, _NEW_SECRET, None)
         if secret is None:
             return super().response_add(request, obj, post_url_continue)
-        return _secret_page(request, self.admin_site, [(obj, secret)])
+        return secret_page(
+            request, self.admin_site, _endpoint_secrets([(obj, secret)]), onward=_to_endpoints()
+        )
 
     @admin.action(description="Rotate signing secret (the old one signs on for a grace period)")
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> TemplateResponse:
         rotated = [(endpoint, services.rotate_secret(endpoint=endpoint)) for endpoint in queryset]
-        return _secret_page(request, self.admin_site, rotated)
+        return secret_page(
+            request, self.admin_site, _endpoint_secrets(rotated), onward=_to_endpoints()
+        )
 
     @admin.action(description="Switch on (and clear the failure count)")
     def switch_on(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> None:
@@ -128,11 +163,7 @@ class DeliveryAttemptInline(admin.TabularInline[DeliveryAttempt, Delivery]):
 
     @admin.display(description="response excerpt")
     def excerpt(self, attempt: DeliveryAttempt) -> str:
-        return format_html(
-            '<pre style="white-space: pre-wrap; max-height: 20em; overflow: auto; margin: 0">'
-            "{}</pre>",
-            attempt.response_excerpt,
-        )
+        return format_html('<pre class="pretty excerpt">{}</pre>', attempt.response_excerpt)
 
     @admin.display(description="headers sent")
     def headers_sent(self, attempt: DeliveryAttempt) -> str:
@@ -177,6 +208,9 @@ class DeliveryAdmin(admin.ModelAdmin[Delivery]):
     )
     inlines = [DeliveryAttemptInline]
     actions = ["redeliver"]
+
+    class Media:
+        css = {"all": ["admin/switchboard.css"]}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
