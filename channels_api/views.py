@@ -1,7 +1,8 @@
 """A1 and A2: the per-channel endpoint the integrator calls.
 
 The endpoint URL is the credential (spec, Authentication 1); there is no
-session and no CSRF token, so the views are CSRF-exempt.
+session and no CSRF token, so the views are CSRF-exempt, and every answer
+that is not A1's integer or A2's result is the error body.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.api.errors import error_response, validation_message
+from agents.api.errors import allow_methods, error_response, validation_message
 from agents.api.parsers import loads
 from channels_api import ratelimit
 from channels_api.serializers import UserMessageIn
@@ -30,16 +31,10 @@ logger = logging.getLogger(__name__)
 NO_CHANNEL = "no channel with that identifier"
 
 
-def _method_not_allowed(allowed: str) -> HttpResponse:
-    response = error_response(405, "method not allowed")
-    response["Allow"] = allowed
-    return response
-
-
+@csrf_exempt  # so a POST is answered 405 with the error body, not a CSRF page
+@allow_methods("GET", "HEAD")
 def status(request: HttpRequest, path_secret: str, public_id: str) -> HttpResponse:
     """A1: the bare integer 1 (chat available) or 0."""
-    if request.method not in ("GET", "HEAD"):
-        return _method_not_allowed("GET, HEAD")
     chat_api = channel_for_path(path_secret=path_secret, public_id=public_id)
     if chat_api is None:
         return error_response(404, NO_CHANNEL)
@@ -47,10 +42,9 @@ def status(request: HttpRequest, path_secret: str, public_id: str) -> HttpRespon
 
 
 @csrf_exempt
+@allow_methods("POST")
 def user_message(request: HttpRequest, path_secret: str, public_id: str) -> HttpResponse:
     """A2: a user message, or a typein / typeout, from the integrator."""
-    if request.method != "POST":
-        return _method_not_allowed("POST")
     chat_api = channel_for_path(path_secret=path_secret, public_id=public_id)
     if chat_api is None:
         return error_response(404, NO_CHANNEL)
@@ -95,9 +89,8 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
 
 
 @csrf_exempt
+@allow_methods("POST")
 def demo_integrator(request: HttpRequest, public_id: str) -> HttpResponse:
     """A stand-in integrator for the demo channel (DEBUG only): accepts A3 and logs it."""
-    if request.method != "POST":
-        return _method_not_allowed("POST")
     logger.info("demo_integrator.received channel=%s body=%s", public_id, request.body[:500])
     return JsonResponse({"result": "ok"})

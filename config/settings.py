@@ -37,6 +37,8 @@ if PUBLIC_URL.startswith("https://"):
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+# A failed CSRF check on an API path is the JSON error body (config/errors.py).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 
 # Outbound webhooks to loopback/private addresses are allowed only in the
 # embedded (development) default; production refuses them (delivery/ssrf.py).

@@ -1,18 +1,17 @@
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.urls import include, path
-from django.views import defaults
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.utils import extend_schema
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.api.errors import error_response
+from agents.api.errors import allow_methods
+from config import errors
 
 
 @extend_schema(exclude=True)
@@ -51,40 +50,25 @@ urlpatterns = [
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", allow_methods("GET", "HEAD")(SpectacularAPIView.as_view()), name="schema"),
     path(
         "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="schema"),
+        # The split view serves Swagger UI's start-up script as a file: no inline
+        # script under the Content-Security-Policy.
+        allow_methods("GET", "HEAD")(
+            SpectacularSwaggerSplitView.as_view(
+                url_name="schema", template_name="api/swagger_ui.html"
+            )
+        ),
         name="api-docs",
     ),
+    path("api/docs", RedirectView.as_view(url="/api/docs/")),
+    # Last: whatever no view above took under an API prefix is a 404 error body
+    # (config/errors.py), for any method and whatever DEBUG says.
+    re_path(errors.API_PATHS, errors.api_not_found),
 ]
 
-
-def _is_api(request: HttpRequest) -> bool:
-    return not request.path.startswith(("/admin/", "/agent/"))
-
-
-def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
-    if _is_api(request):
-        return error_response(404, "not found")
-    return defaults.page_not_found(request, exception)
-
-
-def handler500(request: HttpRequest, *args: Any) -> HttpResponse:
-    if _is_api(request):
-        return error_response(500, "the request could not be processed")
-    return defaults.server_error(request)
-
-
-def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
-    if _is_api(request):
-        return error_response(400, "bad request")
-    return defaults.bad_request(request, exception)
-
-
-def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
-    if _is_api(request):
-        return JsonResponse(
-            {"error": {"code": "access_denied", "message": "access denied"}}, status=403
-        )
-    return defaults.permission_denied(request, exception)
+handler400 = errors.handler400
+handler403 = errors.handler403
+handler404 = errors.handler404
+handler500 = errors.handler500

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from agents.services import ServiceError
+
+P = ParamSpec("P")
 
 CODES = {
     400: "invalid_request",
@@ -33,6 +37,31 @@ def error_response(status_code: int, message: str, code: str | None = None) -> J
     return JsonResponse(
         error_body(code or CODES.get(status_code, "error"), message), status=status_code
     )
+
+
+def method_not_allowed(*allowed: str) -> JsonResponse:
+    """405 with the error body, and the methods that are allowed in ``Allow``."""
+    response = error_response(405, "method not allowed")
+    response["Allow"] = ", ".join(allowed)
+    return response
+
+
+View = Callable[Concatenate[HttpRequest, P], HttpResponse]
+
+
+def allow_methods(*allowed: str) -> Callable[[View[P]], View[P]]:
+    """A plain view answers any other method with ``method_not_allowed``."""
+
+    def decorate(view: View[P]) -> View[P]:
+        @wraps(view)
+        def checked(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+            if request.method not in allowed:
+                return method_not_allowed(*allowed)
+            return view(request, *args, **kwargs)
+
+        return checked
+
+    return decorate
 
 
 def validation_message(detail: Any) -> str:

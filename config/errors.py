@@ -1,0 +1,72 @@
+"""Errors outside the views: every API path answers with the error body.
+
+Pages (the agent pages, the admin) keep Django's error pages. An API path
+(``/api/``, ``/chat-api/``, ``/webhooks/``) never gets HTML: not for an
+unknown path or a trailing slash (the catch-all ``api_not_found`` ends the
+URLconf, so neither Django's debug 404 page nor APPEND_SLASH gets a say),
+not for a failed CSRF check, not from the error handlers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+from django.views import csrf, defaults
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.api.errors import error_response
+
+API_PREFIXES = ("api", "chat-api", "webhooks")
+# The catch-all's pattern: every path under the API prefixes that no view took.
+API_PATHS = r"^(?:{})(?:/.*)?$".format("|".join(API_PREFIXES))
+
+
+def is_api_path(path: str) -> bool:
+    first = path.lstrip("/").split("/", 1)[0]
+    return first in API_PREFIXES
+
+
+@csrf_exempt
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """404 for any method on a path under an API prefix that no view took."""
+    path = request.path
+    other = path[:-1] if path.endswith("/") else f"{path}/"
+    try:
+        near = resolve(other).func is not api_not_found
+    except Resolver404:
+        near = False
+    hint = f"; did you mean {other}?" if near else ""
+    return error_response(404, f"no API endpoint at {path}{hint}")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: the error body on API paths, Django's page elsewhere."""
+    if is_api_path(request.path):
+        return error_response(403, f"CSRF verification failed: {reason}")
+    return csrf.csrf_failure(request, reason)
+
+
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        return error_response(400, "bad request")
+    return defaults.bad_request(request, exception)
+
+
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        return error_response(403, "access denied")
+    return defaults.permission_denied(request, exception)
+
+
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        return error_response(404, "not found")
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if is_api_path(request.path):
+        return error_response(500, "the request could not be processed")
+    return defaults.server_error(request)
