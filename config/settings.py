@@ -5,6 +5,7 @@ With no ``DATABASE_URL`` the database is a SQLite file under ``var/``; with no
 cache, so ``make run`` needs no server besides Python.
 """
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "agents",
     "delivery",
     "channels_api",
@@ -71,6 +73,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a refused sign-in into the locked page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -119,6 +123,31 @@ LOGOUT_REDIRECT_URL = "/agent/login/"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+
+# --- sign-in throttling (django-axes; config/signin.py) -------------------
+# After SIGNIN_FAILURE_LIMIT failures for one account OR from one address,
+# sign-in there is refused for SIGNIN_COOLOFF_MINUTES, on the agent pages and
+# in the admin. authenticate() must be given the request.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("SIGNIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("SIGNIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# The sign-in forms' field and authenticate()'s keyword (the email address).
+AXES_USERNAME_FORM_FIELD = "username"
+# The lock runs from the failure that set it; attempts while locked are not
+# checked against the password, so they need not prolong it.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "config.signin.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.signin.client_address"
+# Proxies in front of the web process that append to X-Forwarded-For (0: the
+# web process faces the clients). Decides the address a sign-in comes from.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+# Failures are kept (and shown in the admin, where deleting one unlocks);
+# successful sign-ins are not logged: nothing would ever prune that table.
+AXES_DISABLE_ACCESS_LOG = True
 
 # --- broker and cache -----------------------------------------------------
 # The broker and the cache never share a Redis database: clearing a cache is
