@@ -278,10 +278,26 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Request paths may carry a credential (the Chat API path secret, a bot
+    # token): the one handler redacts them (config/log_redaction.py).
+    "filters": {"redact_secrets": {"()": "config.log_redaction.RedactSecrets"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_secrets"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # Without handlers of their own, Django's loggers ("Not Found: <path>",
+        # tracebacks) reach the console above only, not Django's default
+        # console and admin mail handlers, which print paths unredacted.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+    },
 }
 
 # --- delivery ---------------------------------------------------------------
