@@ -27,7 +27,8 @@ run: $(STAMP)
 	  trap stop INT TERM EXIT; \
 	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \
-	  $(PY) manage.py runserver --noreload $(HOST):$(PORT) & pids="$$pids $$!"; \
+	  $(PY) -m gunicorn -c config/gunicorn.py config.asgi:application \
+	    --bind $(HOST):$(PORT) --workers 2 & pids="$$pids $$!"; \
 	  wait -n'
 
 test: $(STAMP) chromium

@@ -1,7 +1,8 @@
 """A2 throughput on one channel: how many user messages a second get in.
 
-Runs gunicorn (2 workers x 8 threads, as in production) against the
-configured database (DATABASE_URL, else a fresh SQLite file) and posts
+Runs the web process as production does (gunicorn -c config/gunicorn.py
+config.asgi:application: uvicorn workers, access log on), with 2 workers,
+against the configured database (DATABASE_URL, else a fresh SQLite file), and posts
 messages over real HTTP from several client threads, twice side by side:
 with the default per-channel rate limit and with it switched off. Prints
 messages per second for both and their ratio; the limiter must not be what
@@ -44,9 +45,9 @@ def manage(env: dict[str, str], *args: str) -> str:
 def run(env: dict[str, str], endpoint_path: str, messages: int, clients: int) -> dict[str, float]:
     port = free_port()
     server = subprocess.Popen(
-        [PY, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--threads", "8",
-         "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"},
+        [PY, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.asgi:application",
+         "--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"}, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:

@@ -111,7 +111,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so a worker process in the integration tests sees it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-switchboard.sqlite3")}
 else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    if env.bool("DATABASE_POOL", default=False):
+        # The web process (config/asgi.py sets DATABASE_POOL): under ASGI Django
+        # runs each request in a thread of its own, where a persistent connection
+        # would never be used again. Requests borrow from a pool per process
+        # instead: at most DATABASE_POOL_SIZE connections, and a request waits
+        # for one when all are busy.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "max_size": env.int("DATABASE_POOL_SIZE", default=10)
+        }
+    else:
+        # Celery workers and commands: a thread keeps its connection this long.
+        DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -1,0 +1,100 @@
+"""The web process: gunicorn managing uvicorn workers (settings in config/gunicorn.py).
+
+A uvicorn worker keeps each connection as a few objects on its event loop, so
+idle and slow clients hold no thread (gunicorn's gthread worker read request
+headers on one of its few threads, with no overall limit). uvicorn closes a
+kept-alive connection that stays idle, but not one whose request headers never
+complete: a fresh connection that sends nothing, or a header line every few
+seconds, stays open for ever. ``HeaderTimeoutH11Protocol`` closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import environ
+import h11
+from gunicorn.glogging import Logger
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn_worker import UvicornWorker
+
+from config.log_redaction import RedactSecrets
+
+env = environ.Env()
+
+# How long a client has to send a request's headers: from the moment the
+# connection opens, or from the first byte of a later request on a kept-alive
+# connection (between requests, gunicorn's keepalive closes an idle one).
+HEADER_TIMEOUT_SECONDS = env.float("HTTP_HEADER_TIMEOUT_SECONDS", default=10.0)
+
+
+class HeaderTimeoutH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, closing a connection whose request headers
+    are not complete within ``HEADER_TIMEOUT_SECONDS``."""
+
+    header_timeout: ClassVar[float] = HEADER_TIMEOUT_SECONDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._headers_received()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.header_timer is None and self.conn.their_state is h11.IDLE:
+            self._await_headers()  # the first bytes of the next request
+        super().data_received(data)
+
+    def handle_events(self) -> None:
+        cycle = self.cycle
+        super().handle_events()
+        if self.cycle is not cycle:  # a new request: its headers are complete
+            self._headers_received()
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self._headers_received()
+        super().handle_websocket_upgrade(event)
+
+    def _await_headers(self) -> None:
+        self.header_timer = self.loop.call_later(self.header_timeout, self._headers_timed_out)
+
+    def _headers_received(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _headers_timed_out(self) -> None:
+        self.header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+class Worker(UvicornWorker):
+    """gunicorn's worker for config.asgi:application."""
+
+    CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
+        "loop": "asyncio",
+        "http": HeaderTimeoutH11Protocol,
+        # Django's ASGI handler speaks HTTP only; without this uvicorn logs
+        # that lifespan is unsupported at every start.
+        "lifespan": "off",
+    }
+
+
+class GunicornLogger(Logger):
+    """gunicorn's logger with path secrets redacted from its error and access
+    logs. The uvicorn worker logs through these same handlers."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+                    handler.addFilter(RedactSecrets())

@@ -1,0 +1,78 @@
+"""The real web process for tests: gunicorn with config/gunicorn.py, as the Procfile starts it.
+
+It serves the test database (``test_database_url()``) and this run's
+``VAR_DIR``, so it sees what tests commit (``django_db(transaction=True)``).
+Its stdout (the access log) and stderr (gunicorn's and Django's logs) go to
+files the tests read.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import requests
+from django.conf import settings
+
+from tests.worker import ROOT, test_database_url
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class WebServer:
+    def __init__(self, **env: str) -> None:
+        self.env = env
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        name = f"web-{uuid.uuid4().hex[:8]}"
+        self.stdout_path = Path(settings.VAR_DIR) / f"{name}.out"
+        self.stderr_path = Path(settings.VAR_DIR) / f"{name}.err"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60) -> WebServer:
+        env = {
+            **os.environ,
+            "DATABASE_URL": test_database_url(),
+            "VAR_DIR": str(settings.VAR_DIR),
+            "LOG_LEVEL": "INFO",
+            **self.env,
+        }
+        command = [
+            sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
+            "config.asgi:application", "--bind", f"127.0.0.1:{self.port}",
+        ]  # fmt: skip
+        with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                requests.get(f"{self.base_url}/agent/login/", timeout=5)
+                return self
+            except requests.ConnectionError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"the web server did not start:\n{self.stderr()}")
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)

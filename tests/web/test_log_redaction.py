@@ -1,0 +1,136 @@
+"""Credentials carried in URL paths never reach a log (config/log_redaction.py)."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sys
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from agents.models import Agent
+from channels_api.models import ChatApiChannel
+from channels_api.services import create_chat_api_channel
+from config.log_redaction import RedactSecrets, redact_secrets
+from tests.factories import AgentFactory
+from tests.web.server import WebServer
+
+TEXT = {"sender": {"id": "u-1"}, "message": {"type": "text", "text": "Hello"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("GET /chat-api/Ab-_9x/pub1/status HTTP/1.1", "GET /chat-api/…/pub1/status HTTP/1.1"),
+        ("Not Found: /chat-api/Ab-_9x/pub1", "Not Found: /chat-api/…/pub1"),
+        ("https://sb.example/chat-api/s3cr%2Bt/pub1?x=1", "https://sb.example/chat-api/…/pub1?x=1"),
+        ('"POST /chat-api/only-the-secret HTTP/1.1"', '"POST /chat-api/… HTTP/1.1"'),
+        ("POST /webhooks/prov-1/tok.en_9 HTTP/1.1", "POST /webhooks/prov-1/… HTTP/1.1"),
+        ("/webhooks/prov-1/tok/extra", "/webhooks/prov-1/…/extra"),
+        ("GET /agent/chats/12 HTTP/1.1", "GET /agent/chats/12 HTTP/1.1"),
+        ("/webhooks/prov-1", "/webhooks/prov-1"),
+    ],
+)
+def test_the_secret_segment_is_replaced(text: str, redacted: str) -> None:
+    assert redact_secrets(text) == redacted
+
+
+def record(msg: str, args: tuple[object, ...], exc: bool = False) -> logging.LogRecord:
+    exc_info = None
+    if exc:
+        try:
+            raise ValueError("no route for /chat-api/SECRET/pub1")
+        except ValueError:
+            exc_info = sys.exc_info()
+    return logging.LogRecord("t", logging.WARNING, __file__, 1, msg, args, exc_info)
+
+
+def test_the_filter_redacts_arguments_and_keeps_their_kinds() -> None:
+    given = record(
+        '%s - "%s %s HTTP/%s" %d', ("1.2.3.4:5", "GET", "/chat-api/SECRET/p", "1.1", 404)
+    )
+
+    RedactSecrets().filter(given)
+
+    assert given.getMessage() == '1.2.3.4:5 - "GET /chat-api/…/p HTTP/1.1" 404'
+
+
+def test_the_filter_redacts_mapping_arguments_in_place() -> None:
+    class Atoms(dict[str, object]):
+        def __missing__(self, key: str) -> str:
+            return "-"
+
+    atoms = Atoms(r="GET /webhooks/p/TOKEN HTTP/1.1", s=200)
+    given = record("%(r)s %(s)s %(missing)s", (atoms,))
+
+    RedactSecrets().filter(given)
+
+    assert given.args is atoms  # gunicorn's atoms answer "-" for what they lack
+    assert given.getMessage() == "GET /webhooks/p/… HTTP/1.1 200 -"
+
+
+def test_the_filter_redacts_the_traceback() -> None:
+    given = record("Internal Server Error: %s", ("/chat-api/SECRET/pub1",), exc=True)
+
+    RedactSecrets().filter(given)
+
+    printed = logging.Formatter().format(given)
+    assert "SECRET" not in printed
+    assert "no route for /chat-api/…/pub1" in printed
+
+
+@pytest.fixture
+def chat_api() -> ChatApiChannel:
+    agent: Agent = AgentFactory.create(is_online=True)
+    made, _signing_secret = create_chat_api_channel(
+        name="App", webhook_url="http://127.0.0.1:9/integrator", agents=[agent]
+    )
+    return made
+
+
+@pytest.fixture
+def server() -> Iterator[WebServer]:
+    web = WebServer(CHAT_API_RATE_LIMIT_PER_SECOND="2").start()
+    yield web
+    web.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_run_logs_no_path_secret(server: WebServer, chat_api: ChatApiChannel) -> None:
+    # Given a channel served by the real web process, access log on
+    secret, public_id = chat_api.path_secret, chat_api.channel.public_id
+    endpoint = f"{server.base_url}/chat-api/{secret}/{public_id}"
+    wrong_secret = secrets.token_urlsafe(24)
+    bot_token = secrets.token_urlsafe(24)
+    http = requests.Session()
+
+    # When an integrator makes every kind of request: answered, refused, throttled
+    answers = {
+        "A1": http.get(f"{endpoint}/status", timeout=10).status_code,
+        "A1, wrong secret": http.get(
+            f"{server.base_url}/chat-api/{wrong_secret}/{public_id}/status", timeout=10
+        ).status_code,
+        "A2 by GET": http.get(endpoint, timeout=10).status_code,
+        "A2, too large": http.post(endpoint, data=b"x" * 100_000, timeout=10).status_code,
+    }
+    http.post(f"{server.base_url}/webhooks/prov-1/{bot_token}", json={}, timeout=10)
+    a2: list[int] = []
+    while 429 not in a2 and len(a2) < 20:
+        a2.append(http.post(endpoint, json=TEXT, timeout=10).status_code)
+
+    # Then each was answered as expected, and no log holds a secret
+    assert answers == {"A1": 200, "A1, wrong secret": 404, "A2 by GET": 405, "A2, too large": 413}
+    assert a2[0] == 200 and 429 in a2
+    server.stop()  # flushes every log line
+    out, err = server.stdout(), server.stderr()
+    for credential in (secret, wrong_secret, bot_token):
+        assert credential not in out + err
+    redacted = f"/chat-api/…/{public_id}"
+    assert f'"GET {redacted}/status HTTP/1.1" 200' in out
+    assert f'"POST {redacted} HTTP/1.1" 429' in out
+    assert '"POST /webhooks/prov-1/… HTTP/1.1"' in out
+    assert f"Too Many Requests: {redacted}" in err
+    assert f"Not Found: /chat-api/…/{public_id}/status" in err
+    assert f"Method Not Allowed: {redacted}" in err
