@@ -19,14 +19,16 @@ from typing import Any
 from delivery.transport import Exchange
 
 # A try in flight holds its row this long past its timeout before the sweep
-# takes the worker for dead and tries again.
+# takes the worker for dead and tries again. The transport ends every try by
+# its timeout (delivery.transport: a hard deadline); the margin covers the
+# shut sockets unwinding and the outcome being written.
 LEASE_MARGIN_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
 class Policy:
     name: str
-    timeout: float  # seconds for one request, connect to last byte
+    timeout: float  # seconds for one request, name lookup to last byte: a hard deadline
     retry_delays: tuple[float, ...] = ()  # before try 2, 3, …, from the previous start
     jitter: float = 0.0  # each delay is scaled by a random factor in [1 - jitter, 1 + jitter]
     expires_after: float | None = None  # not sent within this many seconds: dropped
@@ -38,10 +40,9 @@ class Policy:
 
     @property
     def lease_seconds(self) -> float:
-        # A response may take up to about two timeouts (connect, then the
-        # first byte, then the body against the deadline), then the result is
-        # written.
-        return 2 * self.timeout + LEASE_MARGIN_SECONDS
+        # Longer than the try can last: while the lease holds, no second try
+        # of the delivery starts (the sweep leaves it alone).
+        return self.timeout + LEASE_MARGIN_SECONDS
 
     def delay_after(self, attempt: int) -> float:
         """Seconds from the start of try ``attempt`` (1-based) to the next one."""
