@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import django_stubs_ext
 import environ
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 # Lets admin.ModelAdmin[Model] and friends be subscripted at run time.
@@ -66,6 +67,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -159,6 +161,25 @@ TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # Failures are kept (and shown in the admin, where deleting one unlocks);
 # successful sign-ins are not logged: nothing would ever prune that table.
 AXES_DISABLE_ACCESS_LOG = True
+
+# --- Content-Security-Policy (django-csp) ----------------------------------
+# Every page: scripts and styles from this origin only, never inline. Chat
+# media (clients' photos, files, audio, video) come from anywhere on the web.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "https:", "http:"],
+        "media-src": [SELF, "https:", "http:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 # --- broker and cache -----------------------------------------------------
 # The broker and the cache never share a Redis database: clearing a cache is
