@@ -34,11 +34,31 @@ if not DEBUG and SECRET_KEY.startswith("dev-only-"):
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL])
-if PUBLIC_URL.startswith("https://"):
-    # Served over TLS (usually behind a proxy that says so): cookies only over https.
-    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+
+# --- web security (docs/operations.md, "Production settings") -------------
+# With an https PUBLIC_URL the service is served over TLS, usually behind a
+# proxy that says so in X-Forwarded-Proto (it must set or strip that header).
+PUBLIC_URL_IS_HTTPS = PUBLIC_URL.startswith("https://")
+if PUBLIC_URL_IS_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = PUBLIC_URL_IS_HTTPS
+# Plain-http requests are redirected to https. A health check that reaches the
+# web process over http without X-Forwarded-Proto needs its path (a regex,
+# e.g. ^health$) in SECURE_REDIRECT_EXEMPT, or SECURE_SSL_REDIRECT=false
+# when the proxy already redirects.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=PUBLIC_URL_IS_HTTPS)
+SECURE_REDIRECT_EXEMPT = env.list("SECURE_REDIRECT_EXEMPT", default=[])
+# HSTS is sent on https responses only; a year, this host and its subdomains.
+SECURE_HSTS_SECONDS = env.int(
+    "SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if PUBLIC_URL_IS_HTTPS else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+# Asking browsers to preload HSTS binds the whole registered domain, which is
+# the domain owner's call, not this service's: off unless set, and check
+# --deploy's reminder about it (security.W021) is silenced.
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+X_FRAME_OPTIONS = "DENY"
 # A failed CSRF check on an API path is the JSON error body (config/errors.py).
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 
