@@ -115,12 +115,14 @@ def test_fifty_slow_clients_leave_a1_answering(patient_server: WebServer) -> Non
         webhook_url="http://127.0.0.1:9/integrator",
         agents=[AgentFactory.create(is_online=True)],
     )
-    status_url = made.status_url.replace(made.endpoint_url.split("/chat-api/")[0], "")
+    status_url = (
+        f"{patient_server.base_url}/chat-api/{made.path_secret}/{made.channel.public_id}/status"
+    )
     with SlowClients(patient_server, SLOW_CONNECTIONS) as slow:
         # When an integrator asks A1 ten times meanwhile, each on a new connection
         answers = []
         for _ in range(10):
-            answers.append(requests.get(patient_server.base_url + status_url, timeout=5))
+            answers.append(requests.get(status_url, timeout=5))
             time.sleep(0.5)
         still_open = slow.open_count()
 
