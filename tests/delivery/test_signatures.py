@@ -1,8 +1,10 @@
-"""Signatures checked with the exact recipe of docs/signatures.md, before and during rotation."""
+"""Signatures checked with the exact recipe of docs/signatures.md and with the
+Standard Webhooks reference library, before, during and after a rotation."""
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
@@ -11,10 +13,11 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from delivery import services
-from delivery.models import Endpoint
-from tests.delivery.target import Target, drive, send
+from delivery.models import Delivery, Endpoint
+from tests.delivery.target import Received, Reply, Target, drive, send
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +102,80 @@ def test_a_stale_timestamp_fails_the_recipe(target: Target, verify: Verify) -> N
     [request] = target.received
 
     assert not verify(secret, request.headers, request.body, tolerance=-1)
+
+
+# --- the Standard Webhooks reference library, as a receiver uses it ------------
+
+
+class LibraryReceiver:
+    """A receiver that checks each request with ``standardwebhooks``, configured
+    with one secret: 204 when it verifies, else 401 with the library's reason."""
+
+    def __init__(self, secret: str) -> None:
+        self.webhook = Webhook(secret)
+        self.verified: list[Any] = []
+
+    def __call__(self, request: Received, index: int) -> Reply:
+        try:
+            payload = self.webhook.verify(request.body, request.headers)  # type: ignore[arg-type]
+        except WebhookVerificationError as error:
+            refusal = {"error": {"code": "bad_signature", "message": str(error)}}
+            return Reply(401, json.dumps(refusal))
+        self.verified.append(payload)
+        return Reply(204)
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_the_reference_library_verifies_our_requests(target: Target, chunked: bool) -> None:
+    endpoint, secret = services.create_endpoint(url=target.url(), chunked=chunked)
+    receiver = LibraryReceiver(secret)
+    target.respond(receiver)
+
+    delivery = drive(send(endpoint, {"text": "Grüße", "emoji": "👋", "n": 1}))
+
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert receiver.verified == [{"text": "Grüße", "emoji": "👋", "n": 1}]
+
+
+def test_the_reference_library_refuses_a_request_for_another_secret(target: Target) -> None:
+    endpoint, _ = services.create_endpoint(url=target.url())
+    _, other_secret = services.create_endpoint(url=target.url())
+    target.respond(LibraryReceiver(other_secret))
+
+    delivery = drive(send(endpoint))
+
+    assert delivery.status == Delivery.Status.FAILED
+    assert delivery.last_error == "bad_signature: No matching signature found"
+
+
+def test_during_a_rotation_receivers_with_the_old_or_the_new_secret_both_verify(
+    target: Target,
+) -> None:
+    endpoint, old = services.create_endpoint(url=target.url())
+    new = services.rotate_secret(endpoint=endpoint)
+    holds_old, holds_new = LibraryReceiver(old), LibraryReceiver(new)
+
+    target.respond(holds_old)  # not switched yet
+    before = drive(send(endpoint, {"n": 1}))
+    target.respond(holds_new)  # switched within the grace period
+    after = drive(send(endpoint, {"n": 2}))
+
+    assert before.status == after.status == Delivery.Status.DELIVERED
+    assert holds_old.verified == [{"n": 1}] and holds_new.verified == [{"n": 2}]
+
+
+def test_after_the_grace_period_a_receiver_with_the_old_secret_refuses(target: Target) -> None:
+    endpoint, old = services.create_endpoint(url=target.url())
+    new = services.rotate_secret(endpoint=endpoint)
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        previous_secret_expires=timezone.now() - timedelta(seconds=1)
+    )
+
+    target.respond(LibraryReceiver(old))
+    late = drive(send(endpoint, {"n": 1}))
+    target.respond(LibraryReceiver(new))
+    switched = drive(send(endpoint, {"n": 2}))
+
+    assert late.status == Delivery.Status.FAILED
+    assert late.last_error == "bad_signature: No matching signature found"
+    assert switched.status == Delivery.Status.DELIVERED
