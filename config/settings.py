@@ -369,6 +369,10 @@ DELIVERY_REDISPATCH_AFTER_SECONDS = 30
 DELIVERY_MAX_COUNTDOWN_SECONDS = 60
 # A Retry-After header is honoured up to this many seconds.
 DELIVERY_MAX_RETRY_AFTER_SECONDS = 3600
+# Tries in flight to one endpoint at once, across every worker process; its
+# other due deliveries wait their turn. One slow target then holds at most
+# this many delivery threads (docs/delivery.md, "Many in flight").
+DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = env.int("DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT", default=2)
 CELERY_TASK_ROUTES = {"delivery.tasks.*": {"queue": "delivery"}}
 CELERY_BEAT_SCHEDULE["delivery-sweep"] = {
     "task": "delivery.tasks.sweep",

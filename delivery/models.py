@@ -85,7 +85,12 @@ class Delivery(models.Model):
     # When the next try is due; empty once final.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # Set while a worker has a try in flight; a dead worker's lease runs out.
+    # The lease covers the try's hard deadline: while it lasts, the try may
+    # still be on the wire, and it holds one of its endpoint's slots.
     locked_until = models.DateTimeField(null=True, blank=True)
+    # Due, but all of its endpoint's slots (DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT)
+    # were taken, or an earlier delivery waits for one: it is woken in turn.
+    waiting_for_slot = models.BooleanField(default=False)
     # When the latest Celery message for this row is due to run; the sweep
     # re-sends only when that is long past (a lost message), not every time.
     dispatched_at = models.DateTimeField(null=True, blank=True)
@@ -111,6 +116,18 @@ class Delivery(models.Model):
                 fields=["endpoint", "ordering_key", "id"],
                 condition=Q(status="pending"),
                 name="delivery_order_idx",
+            ),
+            # Slots: "how many tries of this endpoint are in flight?"
+            models.Index(
+                fields=["endpoint", "locked_until"],
+                condition=Q(status="pending"),
+                name="delivery_in_flight_idx",
+            ),
+            # "Which delivery waits first for a slot of this endpoint?"
+            models.Index(
+                fields=["endpoint", "id"],
+                condition=Q(status="pending", waiting_for_slot=True),
+                name="delivery_slot_queue_idx",
             ),
         ]
 

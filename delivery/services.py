@@ -14,6 +14,11 @@ message for the same row does nothing), send without holding a transaction,
 store the outcome and tell the owner in a second short transaction.
 ``sweep_overdue`` (a beat task) re-sends rows whose next try is overdue and
 whose message was lost or whose worker died.
+
+An endpoint has ``DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT`` slots: a claim takes
+one (its lease) under the endpoint's row lock, or the delivery waits asleep
+(``waiting_for_slot``) until a try of that endpoint ends and wakes the first
+in line. So one slow target holds at most that many delivery threads.
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# A delivery waiting for an earlier one with its ordering key is woken when
-# that one ends; this re-check is only the safety net.
+# A delivery waiting for an earlier one with its ordering key, or for a free
+# slot of its endpoint, is woken when that one ends or a slot frees; these
+# re-checks are only the safety net for a lost wake-up message.
 ORDER_RECHECK = timedelta(seconds=60)
+SLOT_RECHECK = timedelta(seconds=60)
 # A message may run a little before the row's due time (clocks of two hosts).
 EARLY_TOLERANCE = timedelta(milliseconds=500)
 Status = Delivery.Status
@@ -234,6 +241,7 @@ def redeliver(*, delivery: Delivery) -> Delivery:
     current.next_attempt_at = now
     current.dispatched_at = now
     current.locked_until = None
+    current.waiting_for_slot = False
     current.expires_at = _expiry(get_policy(current.policy), now)
     current.last_error = ""
     current.reply_body = None
@@ -278,6 +286,7 @@ def sweep_overdue(*, limit: int | None = None) -> int:
 @dataclass(frozen=True)
 class _Claim:
     delivery_id: int
+    endpoint_id: int
     attempt_id: int
     number: int
     policy: Policy
@@ -291,8 +300,9 @@ class _Claim:
 def attempt_delivery(*, delivery_id: int) -> None:
     """Make the try that is due for ``delivery_id``, if one is (idempotent).
 
-    A delivery that is final, in flight, not yet due or waiting for an
-    earlier one with its ordering key is left alone.
+    A delivery that is final, in flight, not yet due, waiting for an earlier
+    one with its ordering key or waiting for a free slot of its endpoint is
+    left alone.
     """
     claim = _claim(delivery_id)
     if claim is None:
@@ -316,12 +326,27 @@ def _locked(delivery_id: int) -> Delivery | None:
     )
 
 
+def _lock_endpoint(endpoint_id: int) -> None:
+    """Lock the endpoint's row: whether a slot is free is decided under it.
+
+    Lock order, everywhere: the endpoint's row, then its deliveries' rows.
+    (On SQLite, a no-op: its transactions take the database's write lock.)
+    """
+    Endpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+
+
 @transaction.atomic
 def _claim(delivery_id: int) -> _Claim | None:
-    delivery = _locked(delivery_id)
-    if delivery is None:
+    endpoint_id = (
+        Delivery.objects.filter(pk=delivery_id).values_list("endpoint_id", flat=True).first()
+    )
+    if endpoint_id is None:
         _log("delivery.missing", level=logging.WARNING, id=delivery_id)
         return None
+    _lock_endpoint(endpoint_id)
+    delivery = _locked(delivery_id)
+    if delivery is None:
+        return None  # deleted in between
     now = timezone.now()
     if delivery.status != Status.PENDING:
         _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason=delivery.status)
@@ -332,6 +357,15 @@ def _claim(delivery_id: int) -> _Claim | None:
     if delivery.next_attempt_at is None or delivery.next_attempt_at > now + EARLY_TOLERANCE:
         _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason="not due")
         return None
+    claim = _start(delivery, now) if _may_start(delivery, now) else None
+    # Whatever this delivery did — started, went to wait, ended — the first
+    # delivery waiting for a slot may now have one.
+    _wake_first_waiting(delivery.endpoint_id, now)
+    return claim
+
+
+def _may_start(delivery: Delivery, now: datetime) -> bool:
+    """Whether a try may start now; if not, the delivery ends or waits."""
     policy = get_policy(delivery.policy)
     DeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).update(
         finished_at=now, error="no result: the worker was lost during this try"
@@ -340,21 +374,33 @@ def _claim(delivery_id: int) -> _Claim | None:
         # The last try's outcome was never stored (its worker died, or storing
         # it failed): end here rather than try beyond the policy.
         _finish_failed(delivery, now, error="no result from the last try (the worker was lost)")
-        return None
+        return False
     if delivery.expires_at is not None and now >= delivery.expires_at:
         _finish_dropped(delivery, now, reason=f"not sent within {policy.expires_after:g} s")
-        return None
+        return False
     if delivery.ordering_key and _has_pending_predecessor(delivery):
         Delivery.objects.filter(pk=delivery.pk).update(
-            next_attempt_at=now + ORDER_RECHECK, dispatched_at=None
+            next_attempt_at=now + ORDER_RECHECK, dispatched_at=None, waiting_for_slot=False
         )
         _log("delivery.waiting_for_predecessor", id=delivery.pk)
-        return None
-    endpoint = delivery.endpoint
-    if not endpoint.active:
+        return False
+    if not delivery.endpoint.active:
         _finish_failed(delivery, now, error="endpoint is disabled", counts=False)
-        return None
+        return False
+    in_flight = _in_flight(delivery.endpoint_id, now)
+    first_waiting = _first_waiting(delivery.endpoint_id)
+    if in_flight >= settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT or (
+        first_waiting is not None and first_waiting.pk < delivery.pk
+    ):
+        _wait_for_slot(delivery, now, in_flight=in_flight)
+        return False
+    return True
 
+
+def _start(delivery: Delivery, now: datetime) -> _Claim:
+    """Count the try, take the lease, log the try; the request is the caller's."""
+    policy = get_policy(delivery.policy)
+    endpoint = delivery.endpoint
     number = delivery.attempts + 1
     body = delivery.body.encode()
     headers = {
@@ -373,6 +419,7 @@ def _claim(delivery_id: int) -> _Claim | None:
         attempts=number,
         locked_until=now + timedelta(seconds=policy.lease_seconds),
         dispatched_at=None,
+        waiting_for_slot=False,
     )
     attempt = DeliveryAttempt.objects.create(
         delivery=delivery,
@@ -383,6 +430,7 @@ def _claim(delivery_id: int) -> _Claim | None:
     )
     return _Claim(
         delivery_id=delivery.pk,
+        endpoint_id=endpoint.pk,
         attempt_id=attempt.pk,
         number=number,
         policy=policy,
@@ -403,6 +451,71 @@ def _has_pending_predecessor(delivery: Delivery) -> bool:
     ).exists()
 
 
+# --- slots: tries in flight per endpoint ---------------------------------------
+
+
+def _in_flight(endpoint_id: int, now: datetime) -> int:
+    """Tries of the endpoint in flight now, in every worker process.
+
+    A try's lease covers its hard deadline, so a lease that has run out is a
+    try that is over (or whose worker died): its slot is free.
+    """
+    return Delivery.objects.filter(
+        endpoint_id=endpoint_id, status=Status.PENDING, locked_until__gt=now
+    ).count()
+
+
+def _first_waiting(endpoint_id: int) -> Delivery | None:
+    return (
+        Delivery.objects.filter(
+            endpoint_id=endpoint_id, status=Status.PENDING, waiting_for_slot=True
+        )
+        .order_by("pk")
+        .only("pk", "dispatched_at")
+        .first()
+    )
+
+
+def _wait_for_slot(delivery: Delivery, now: datetime, *, in_flight: int) -> None:
+    """Wait, asleep, until a slot of the endpoint is free and it is this one's turn.
+
+    Woken by ``_wake_first_waiting``; the sweep's re-check (or the delivery's
+    expiry, when sooner) is only the safety net for a lost wake-up.
+    """
+    wake_by = now + SLOT_RECHECK
+    if delivery.expires_at is not None:
+        wake_by = min(wake_by, delivery.expires_at)
+    Delivery.objects.filter(pk=delivery.pk).update(
+        waiting_for_slot=True, next_attempt_at=wake_by, dispatched_at=None
+    )
+    _log(
+        "delivery.waiting_for_slot",
+        id=delivery.pk,
+        endpoint=delivery.endpoint_id,
+        in_flight=in_flight,
+    )
+
+
+def _wake_first_waiting(endpoint_id: int, now: datetime) -> None:
+    """Start the first delivery waiting for a slot, when one is free.
+
+    One at a time, in enqueue order: when it starts, its claim calls this
+    again for the next one. Called under the endpoint's row lock, so a
+    delivery deciding to wait and a slot being freed cannot miss each other.
+    """
+    if _in_flight(endpoint_id, now) >= settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT:
+        return
+    first = _first_waiting(endpoint_id)
+    if first is None or first.dispatched_at is not None:
+        return  # nobody waits, or the first is woken already
+    Delivery.objects.filter(pk=first.pk).update(next_attempt_at=now, dispatched_at=now)
+    _dispatch_on_commit(first.pk)
+    _log("delivery.woken", id=first.pk, endpoint=endpoint_id)
+
+
+# --- the outcome ----------------------------------------------------------------
+
+
 def _text_for_db(text: str) -> str:
     storable_text: str = storable(text)  # no NUL, no lone surrogate
     return storable_text
@@ -410,7 +523,13 @@ def _text_for_db(text: str) -> str:
 
 @transaction.atomic
 def _record(claim: _Claim, exchange: transport.Exchange) -> None:
+    _lock_endpoint(claim.endpoint_id)
     now = timezone.now()
+    _store_outcome(claim, exchange, now)
+    _wake_first_waiting(claim.endpoint_id, now)  # this try's slot is free
+
+
+def _store_outcome(claim: _Claim, exchange: transport.Exchange, now: datetime) -> None:
     verdict = judge(exchange, now=now)
     excerpt = exchange.body[: DeliveryAttempt.EXCERPT_BYTES].decode("utf-8", errors="ignore")
     DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
@@ -474,6 +593,7 @@ def _end(delivery: Delivery, now: datetime, *, status: str, error: str = "") -> 
     delivery.next_attempt_at = None
     delivery.locked_until = None
     delivery.dispatched_at = None
+    delivery.waiting_for_slot = False
     delivery.completed_at = now
     delivery.save(
         update_fields=[
@@ -483,6 +603,7 @@ def _end(delivery: Delivery, now: datetime, *, status: str, error: str = "") -> 
             "next_attempt_at",
             "locked_until",
             "dispatched_at",
+            "waiting_for_slot",
             "completed_at",
         ]
     )
@@ -494,7 +615,6 @@ def _finish_delivered(delivery: Delivery, now: datetime, *, reply: Any) -> None:
     _end(delivery, now, status=Status.DELIVERED)
     _log("delivery.delivered", id=delivery.pk, purpose=delivery.purpose)
     handlers.tell_success(delivery, reply)
-    # Last: this row lock on the endpoint is then held only until the commit.
     Endpoint.objects.filter(pk=delivery.endpoint_id, consecutive_failures__gt=0).update(
         consecutive_failures=0
     )

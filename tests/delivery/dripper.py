@@ -63,7 +63,8 @@ class Dripper:
 
     Modes besides ``DRIPS``: ``reused`` answers the first request of a
     connection at once (so it is pooled) and drips the next one on it;
-    ``unread`` never reads, so a large request cannot be sent.
+    ``unread`` never reads, so a large request cannot be sent; ``slow`` is
+    no dripper: it answers 200 after ``interval`` seconds and closes.
     """
 
     def __init__(
@@ -74,7 +75,7 @@ class Dripper:
         limit: float = 60.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        if mode not in (*DRIPS, "reused", "unread"):
+        if mode not in (*DRIPS, "reused", "unread", "slow"):
             raise ValueError(mode)
         self.mode, self.interval, self.limit = mode, interval, limit
         self.ssl_context = ssl_context
@@ -201,6 +202,10 @@ class Dripper:
             self._stop.wait(self.limit)
             return
         rest = self._read_request(record, sock, b"")
+        if self.mode == "slow":
+            self._stop.wait(self.interval)
+            sock.sendall(OK_HEAD + b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+            return
         if self.mode == "reused":
             sock.sendall(OK_HEAD + b"Content-Length: 2\r\n\r\n{}")
             self._read_request(record, sock, rest)

@@ -35,7 +35,7 @@ def test_a_delivery_survives_its_worker_being_killed(celery_worker: Worker, targ
     celery_worker.kill()  # SIGKILL in the middle of the request
     assert Delivery.objects.get(pk=delivery.pk).status == Delivery.Status.PENDING
     celery_worker.start()
-    # Once the dead try's lease runs out (2 x 3 s + 5 s) the sweep sends it again.
+    # Once the dead try's lease runs out (3 s + 5 s) the sweep sends it again.
     _sweep_until(lambda: Delivery.objects.get(pk=delivery.pk).is_final, timeout=30)
 
     delivery.refresh_from_db()
@@ -69,7 +69,9 @@ def test_the_sweep_sends_a_delivery_whose_message_the_broker_lost(
     assert len(target.received) == 1
 
 
-def test_a_slow_target_does_not_hold_up_the_others(celery_worker: Worker, target: Target) -> None:
+def test_a_slow_target_does_not_hold_up_the_others(
+    celery_worker: Worker, target: Target, settings: Any
+) -> None:
     def reply(request: Received, index: int) -> Reply:
         return Reply(200, delay=5) if request.path == "/slow" else Reply(200)
 
@@ -77,13 +79,14 @@ def test_a_slow_target_does_not_hold_up_the_others(celery_worker: Worker, target
     slow_endpoint, _ = services.create_endpoint(url=target.url("/slow"))
     fast_endpoint, _ = services.create_endpoint(url=target.url("/fast"))
     slow = [send(slow_endpoint, {"n": n}) for n in range(4)]
-    target.wait_for(4)  # four requests to the slow target are in flight at once
+    cap = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
+    target.wait_for(cap)  # as many requests in flight as one endpoint may have; the rest wait
 
     fast = send(fast_endpoint, {"n": "fast"})
     wait_for(lambda: Delivery.objects.get(pk=fast.pk).is_final, timeout=10)
 
-    # The fast one is done while the four slow ones are still waiting for their answer.
+    # The fast one is done while the slow ones are still waiting, for their answer or their turn.
     assert Delivery.objects.get(pk=fast.pk).status == Delivery.Status.DELIVERED
     assert Delivery.objects.filter(pk__in=[d.pk for d in slow], status="pending").count() == 4
-    assert [r.path for r in target.received] == ["/slow"] * 4 + ["/fast"]
-    wait_for(lambda: not Delivery.objects.filter(status="pending").exists(), timeout=10)
+    assert [r.path for r in target.received] == ["/slow"] * cap + ["/fast"]
+    wait_for(lambda: not Delivery.objects.filter(status="pending").exists(), timeout=30)

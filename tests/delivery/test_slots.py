@@ -1,0 +1,167 @@
+"""Slots: at most DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT tries of one endpoint in
+flight; the others wait asleep and are woken one at a time, in enqueue order.
+
+Each try runs here, in this process, one after the other; "in flight" is a
+lease taken by hand. test_in_flight.py shows the same with real workers.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from delivery import services
+from delivery.models import Delivery, Endpoint
+from tests.delivery.target import Target, send
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _cap(settings: Any) -> None:
+    settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = 2
+
+
+def _in_flight(*deliveries: Delivery) -> None:
+    """As if a worker had each of them on the wire now."""
+    Delivery.objects.filter(pk__in=[d.pk for d in deliveries]).update(
+        locked_until=timezone.now() + timedelta(seconds=30)
+    )
+
+
+def _try(*deliveries: Delivery) -> None:
+    for delivery in deliveries:
+        services.attempt_delivery(delivery_id=delivery.pk)
+
+
+def _numbers(target: Target) -> list[int]:
+    return [json.loads(r.body)["n"] for r in target.received]
+
+
+def _asleep(delivery: Delivery) -> bool:
+    delivery.refresh_from_db()
+    return (
+        delivery.waiting_for_slot
+        and delivery.dispatched_at is None
+        and delivery.next_attempt_at > timezone.now() + timedelta(seconds=50)  # type: ignore[operator]
+    )
+
+
+def _woken(delivery: Delivery) -> bool:
+    delivery.refresh_from_db()
+    return (
+        delivery.dispatched_at is not None and delivery.next_attempt_at <= timezone.now()  # type: ignore[operator]
+    )
+
+
+def test_a_delivery_waits_asleep_while_its_endpoint_has_no_free_slot(
+    target: Target, endpoint: Endpoint, settings: Any
+) -> None:
+    busy = [send(endpoint, {"n": n}) for n in (1, 2)]
+    _in_flight(*busy)
+    waiting = send(endpoint, {"n": 3})
+
+    _try(waiting)
+
+    assert target.received == [] and _asleep(waiting)
+    settings.DELIVERY_REDISPATCH_AFTER_SECONDS = 0
+    assert services.sweep_overdue() == 0  # no message goes round while it waits
+
+
+def test_other_endpoints_do_not_wait(target: Target, endpoint: Endpoint) -> None:
+    _in_flight(*[send(endpoint, {"n": n}) for n in (1, 2)])
+    other, _ = services.create_endpoint(url=target.url("/other"))
+
+    _try(send(other, {"n": 3}))
+
+    assert _numbers(target) == [3]
+
+
+def test_a_freed_slot_wakes_the_first_waiting_delivery_and_only_it(
+    target: Target, endpoint: Endpoint
+) -> None:
+    one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
+    _in_flight(one, two)
+    three, four = send(endpoint, {"n": 3}), send(endpoint, {"n": 4})
+    _try(four, three)  # their messages came in any order
+    assert _asleep(three) and _asleep(four)
+
+    Delivery.objects.filter(pk=one.pk).update(locked_until=None)  # its try ended ...
+    _try(one)  # ... and it is due again: an earlier delivery goes before those waiting
+
+    assert _numbers(target) == [1]
+    assert _woken(three) and _asleep(four)  # one's slot went to the first in line
+    _try(four)  # a message for four, first: it is not its turn
+    assert _numbers(target) == [1] and _asleep(four)
+
+    _try(three)
+
+    assert _numbers(target) == [1, 3]
+    assert _woken(four)  # three's try ended, its slot went to the next in line
+    _try(four)
+    assert _numbers(target) == [1, 3, 4]
+    assert not Delivery.objects.filter(waiting_for_slot=True).exists()
+
+
+def test_a_new_delivery_does_not_jump_the_queue(target: Target, endpoint: Endpoint) -> None:
+    one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
+    _in_flight(one, two)
+    three = send(endpoint, {"n": 3})
+    _try(three)
+    Delivery.objects.filter(pk=two.pk).update(locked_until=None, status="delivered")  # a slot frees
+    # (as a worker that died would leave it: nobody woke three)
+
+    late = send(endpoint, {"n": 4})
+    _try(late)
+
+    assert target.received == []
+    assert _asleep(late) and _woken(three)
+    _try(three)
+    assert _numbers(target) == [3]
+
+
+def test_a_waiting_typing_notification_sleeps_no_longer_than_it_stays_fresh(
+    target: Target, endpoint: Endpoint
+) -> None:
+    _in_flight(*[send(endpoint, {"n": n}) for n in (1, 2)])
+    typing = send(endpoint, {"n": 3}, policy="chat_api_typing")
+
+    _try(typing)
+
+    typing.refresh_from_db()
+    assert typing.waiting_for_slot and typing.next_attempt_at == typing.expires_at
+
+
+def test_a_waiting_delivery_that_goes_stale_lets_the_next_one_go(
+    target: Target, endpoint: Endpoint
+) -> None:
+    one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
+    _in_flight(one, two)
+    typing = send(endpoint, {"n": 3}, policy="chat_api_typing")
+    message = send(endpoint, {"n": 4})
+    _try(typing, message)
+    Delivery.objects.filter(pk=one.pk).update(locked_until=None, status="delivered")
+    stale = timezone.now()
+    Delivery.objects.filter(pk=typing.pk).update(expires_at=stale, next_attempt_at=stale)
+
+    _try(typing)  # sent by the sweep at its expiry
+
+    typing.refresh_from_db()
+    assert typing.status == Delivery.Status.DROPPED and not typing.waiting_for_slot
+    assert _woken(message)
+    _try(message)
+    assert _numbers(target) == [4]
+
+
+def test_redeliver_starts_afresh_out_of_the_queue(target: Target, endpoint: Endpoint) -> None:
+    delivery = send(endpoint, {"n": 1})
+    Delivery.objects.filter(pk=delivery.pk).update(status="failed", waiting_for_slot=True)
+
+    services.redeliver(delivery=delivery)
+
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.PENDING and not delivery.waiting_for_slot
