@@ -1,4 +1,4 @@
-"""The web application: Django, each request's body due within HTTP_BODY_TIMEOUT_SECONDS.
+"""The web application: Django behind the request limits of config/request_limits.py.
 
 Served by gunicorn with uvicorn workers (config/gunicorn.py, config/web_server.py):
 
@@ -11,7 +11,7 @@ import warnings
 import environ
 from django.core.asgi import get_asgi_application
 
-from config.body_timeout import BodyTimeout
+from config.request_limits import RequestLimits
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Each request runs in a thread of its own here: PostgreSQL connections come
@@ -23,7 +23,21 @@ os.environ["DATABASE_POOL"] = "true"
 warnings.filterwarnings(
     "ignore", message="StreamingHttpResponse must consume synchronous iterators"
 )
-application = BodyTimeout(
-    get_asgi_application(),
+django_application = get_asgi_application()
+
+
+def largest_body(path: str) -> int:
+    """The largest request body a path takes: A2's own limit on the Chat API,
+    Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) everywhere else."""
+    from django.conf import settings
+
+    if path.startswith("/chat-api/"):
+        return int(settings.CHAT_API_MAX_BODY_BYTES)
+    return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440)
+
+
+application = RequestLimits(
+    django_application,
     seconds=environ.Env().float("HTTP_BODY_TIMEOUT_SECONDS", default=30.0),
+    max_bytes=largest_body,
 )

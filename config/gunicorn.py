@@ -14,7 +14,7 @@ bind = [f"0.0.0.0:{os.environ.get('PORT', '8000')}"]
 # view in a thread of its own, so a worker is never stuck behind one request.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 # uvicorn under gunicorn: idle and slow clients hold no thread; request headers
-# and bodies have time limits (config/web_server.py, config/body_timeout.py).
+# and bodies have time limits (config/web_server.py, config/request_limits.py).
 worker_class = "config.web_server.Worker"
 # Error and access logs with path secrets redacted (config/log_redaction.py).
 logger_class = "config.web_server.GunicornLogger"

@@ -191,3 +191,49 @@ def test_a_body_that_never_arrives_is_answered_408_and_the_connection_closed(
     assert status_line == "HTTP/1.1 408 Request Timeout"
     assert json.loads(body)["error"]["code"] == "request_timeout"
     assert closed is not None
+
+
+def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent(
+    patient_server: WebServer,
+) -> None:
+    # Given a request to the Chat API that declares 300 MB (its limit is 64 KiB)
+    with connect(patient_server) as sock:
+        sock.sendall(
+            b"POST /chat-api/x/y HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 300000000\r\n\r\n"
+        )
+        # When not a byte of the body has been sent, the answer is already there
+        status_line, body = read_response(sock)
+        closed = seconds_until_closed(sock)
+
+    assert status_line == "HTTP/1.1 413 Request Entity Too Large"
+    assert json.loads(body)["error"]["code"] == "payload_too_large"
+    assert closed is not None
+
+
+def test_a_chunked_body_is_cut_off_once_it_passes_the_limit(patient_server: WebServer) -> None:
+    # Given a chunked request to the Chat API that sends 16 KiB chunks without end
+    with connect(patient_server) as sock:
+        sock.sendall(
+            b"POST /chat-api/x/y HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        chunk = b"4000\r\n" + b" " * 0x4000 + b"\r\n"
+        sent = 0
+        answer = b""
+        while sent < 64_000_000 and not answer:
+            try:
+                sock.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(chunk)
+            readable, _, _ = select.select([sock], [], [], 0)
+            if readable:
+                answer = sock.recv(65536)
+        answer += sock.recv(65536) if not answer else b""
+
+    # Then it is answered 413 while the client is still sending (what it had
+    # sent by then is mostly in the two sides' socket buffers, a few MB on loopback)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:100]
+    assert b'"payload_too_large"' in answer
+    assert sent < 32_000_000
