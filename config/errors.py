@@ -9,6 +9,7 @@ not for a failed CSRF check, not from the error handlers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -26,6 +27,38 @@ API_PATHS = r"^(?:{})(?:/.*)?$".format("|".join(API_PREFIXES))
 def is_api_path(path: str) -> bool:
     first = path.lstrip("/").split("/", 1)[0]
     return first in API_PREFIXES
+
+
+# Headers of an error answer that still hold for the error body that replaces it.
+_KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
+
+
+class ApiErrorBodies:
+    """The outermost middleware: an error answer on an API path that is not
+    already JSON becomes the error body with the same status.
+
+    The views and handlers above answer in the error body themselves; this
+    catches what answers before or around them: Django's debug pages while
+    DEBUG is on (a 500, a bad Host, a malformed body), a path the catch-all's
+    pattern does not see (``//api/x``).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code < 400
+            or not is_api_path(request.path_info)
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        replaced = error_response(response.status_code, response.reason_phrase.lower())
+        for header in _KEPT_HEADERS:
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
 
 
 @csrf_exempt

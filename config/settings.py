@@ -86,6 +86,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: whatever answers an API path with an error answers in the error body.
+    "config.errors.ApiErrorBodies",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -208,10 +210,16 @@ CONTENT_SECURITY_POLICY = {
 # REDIS_CACHE_URL names one (docs/operations.md).
 
 
-def redis_database(url: str) -> tuple[str | None, int, str]:
-    """Host, port and database number that ``url`` points at."""
-    parts = urlsplit(url)
-    return parts.hostname, parts.port or 6379, parts.path.strip("/") or "0"
+def redis_database(url: str) -> tuple[str, int, int]:
+    """Server (host or socket path), port and database number that ``url``
+    points at, as redis-py reads it (a ``?db=`` beats the path)."""
+    from redis.connection import parse_url
+
+    options = parse_url(url)
+    server = str(options.get("path") or options.get("host") or "localhost")
+    if server == "localhost":
+        server = "127.0.0.1"
+    return server, int(options.get("port") or 6379), int(options.get("db") or 0)
 
 
 def redis_database_after(url: str) -> str:

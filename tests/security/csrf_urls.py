@@ -1,5 +1,5 @@
-"""The project's URLconf plus one API view that is not CSRF-exempt, to see
-what a failed CSRF check on an API path answers."""
+"""The project's URLconf plus two API views: one that is not CSRF-exempt, to
+see what a failed CSRF check on an API path answers, and one that crashes."""
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
@@ -11,4 +11,8 @@ def protected(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok")
 
 
-urlpatterns = [path("api/csrf-protected", protected), *project]
+def crash(request: HttpRequest) -> HttpResponse:
+    raise RuntimeError("a bug")
+
+
+urlpatterns = [path("api/csrf-protected", protected), path("api/crash", crash), *project]
