@@ -20,7 +20,10 @@ REDACTED = "…"
 # the request line). Whatever stands in the secret's place is redacted, so a
 # wrong or mistyped secret is not printed either.
 _SEGMENT = r"[^/?#\s\"']+"
-_PATH_SECRETS = re.compile(rf"(/chat-api/){_SEGMENT}|(/webhooks/{_SEGMENT}/){_SEGMENT}")
+# Any case: /CHAT-API/<secret>/… is a 404, but its secret is still a secret.
+_PATH_SECRETS = re.compile(
+    rf"(/chat-api/){_SEGMENT}|(/webhooks/{_SEGMENT}/){_SEGMENT}", re.IGNORECASE
+)
 
 
 def redact_secrets(text: str) -> str:

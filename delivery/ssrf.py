@@ -108,6 +108,13 @@ _URL_RULES = URLValidator(
 )
 
 
+# The ASCII characters RFC 3986 allows in a URI (non-ASCII ones are an IDN
+# host's or a path's, and Django's rules judge them).
+_URL_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%"
+)
+
+
 def _numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
     """The IPv4 address the C resolver reads in ``host`` (``2130706433``,
     ``0x7f000001``, ``0177.0.0.1`` and ``127.1`` are all 127.0.0.1), if any."""
@@ -139,6 +146,13 @@ def validate_endpoint_url(url: str) -> None:
         raise ValidationError("The URL must have a host.", code="host")
     if any(ch.isspace() for ch in url):
         raise ValidationError("The URL must not contain spaces.", code="invalid")
+    stray = next((ch for ch in url if ch.isascii() and ch not in _URL_CHARACTERS), None)
+    if stray is not None:
+        # Parsers disagree on such URLs: with a backslash, http://127.0.0.1\@evil.com/
+        # is evil.com to urlsplit and 127.0.0.1 to urllib3, which sends the request.
+        raise ValidationError(
+            f"The URL must not contain {stray!r}; percent-encode it.", code="invalid"
+        )
     numeric = _numeric_ipv4(host)
     if numeric is not None and str(numeric) != host:
         raise ValidationError(

@@ -32,7 +32,11 @@ NUMERIC = [
     ("http://0x7f.1/hook", "0x7f.1"),
     ("http://127.000.0.1/hook", "127.000.0.1"),
 ]
-NOT_URLS = ["ftp://example.com/hook", "example.com/hook", "http://exa_mple.com/", "http://a..b/"]
+NOT_URLS = [
+    "ftp://example.com/hook", "example.com/hook", "http://exa_mple.com/", "http://a..b/",
+    # urlsplit reads the host evil.example, urllib3 (which sends) reads 127.0.0.1.
+    "http://127.0.0.1\\@evil.example/", "https://chat.example.com/a|b",
+]  # fmt: skip
 GOOD = ["https://chat.example.com/hook", "http://integrator:9000/a3", "https://93.184.215.14/x"]
 PRIVATE = ["http://127.0.0.1:9001/", "http://10.1.2.3/hook", "http://[::1]:9001/"]
 

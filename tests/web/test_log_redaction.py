@@ -29,6 +29,7 @@ TEXT = {"sender": {"id": "u-1"}, "message": {"type": "text", "text": "Hello"}}
         ('"POST /chat-api/only-the-secret HTTP/1.1"', '"POST /chat-api/… HTTP/1.1"'),
         ("POST /webhooks/prov-1/tok.en_9 HTTP/1.1", "POST /webhooks/prov-1/… HTTP/1.1"),
         ("/webhooks/prov-1/tok/extra", "/webhooks/prov-1/…/extra"),
+        ("GET /CHAT-API/Ab-_9x/pub1 HTTP/1.1", "GET /CHAT-API/…/pub1 HTTP/1.1"),
         ("GET /agent/chats/12 HTTP/1.1", "GET /agent/chats/12 HTTP/1.1"),
         ("/webhooks/prov-1", "/webhooks/prov-1"),
     ],
