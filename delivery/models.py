@@ -89,7 +89,8 @@ class Delivery(models.Model):
     # still be on the wire, and it holds one of its endpoint's slots.
     locked_until = models.DateTimeField(null=True, blank=True)
     # Due, but all of its endpoint's slots (DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT)
-    # were taken, or an earlier delivery waits for one: it is woken in turn.
+    # were taken, or an earlier delivery was in line for one: it waits asleep
+    # and gets a slot in turn.
     waiting_for_slot = models.BooleanField(default=False)
     # When the latest Celery message for this row is due to run; the sweep
     # re-sends only when that is long past (a lost message), not every time.
@@ -123,11 +124,11 @@ class Delivery(models.Model):
                 condition=Q(status="pending"),
                 name="delivery_in_flight_idx",
             ),
-            # "Which delivery waits first for a slot of this endpoint?"
+            # "Which delivery of this endpoint is first in line for a slot?"
             models.Index(
                 fields=["endpoint", "id"],
-                condition=Q(status="pending", waiting_for_slot=True),
-                name="delivery_slot_queue_idx",
+                condition=Q(status="pending"),
+                name="delivery_line_idx",
             ),
         ]
 

@@ -17,14 +17,16 @@ whose message was lost or whose worker died.
 
 An endpoint has ``DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT`` slots: a claim takes
 one (its lease) under the endpoint's row lock, or the delivery waits asleep
-(``waiting_for_slot``) until a try of that endpoint ends and wakes the first
-in line. So one slow target holds at most that many delivery threads.
+(``waiting_for_slot``) until a try of that endpoint ends and hands the slot
+to the first in line. So one slow target holds at most that many delivery
+threads.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from delivery import handlers, signing, transport
@@ -59,6 +61,10 @@ logger = logging.getLogger(__name__)
 # re-checks are only the safety net for a lost wake-up message.
 ORDER_RECHECK = timedelta(seconds=60)
 SLOT_RECHECK = timedelta(seconds=60)
+# A thread whose try freed a slot tries the next delivery waiting for it
+# itself, for this long at most; then that one goes through Celery, so a
+# task never runs for long (a warm shutdown waits for it).
+CARRY_ON_SECONDS = 60.0
 # A message may run a little before the row's due time (clocks of two hosts).
 EARLY_TOLERANCE = timedelta(milliseconds=500)
 Status = Delivery.Status
@@ -302,19 +308,29 @@ def attempt_delivery(*, delivery_id: int) -> None:
 
     A delivery that is final, in flight, not yet due, waiting for an earlier
     one with its ordering key or waiting for a free slot of its endpoint is
-    left alone.
+    left alone. When the try ends, its slot goes to the next try in line
+    (see ``_record``), which this call then makes too, for up to
+    ``CARRY_ON_SECONDS``.
     """
-    claim = _claim(delivery_id)
-    if claim is None:
-        return
-    exchange = transport.post(
-        url=claim.url,
-        body=claim.body,
-        headers=claim.headers,
-        chunked=claim.chunked,
-        timeout=claim.policy.timeout,
-    )
-    _record(claim, exchange)
+    started = time.monotonic()
+    next_id: int | None = delivery_id
+    while next_id is not None:
+        claim = _claim(next_id)
+        if claim is None:
+            return
+        exchange = transport.post(
+            url=claim.url,
+            body=claim.body,
+            headers=claim.headers,
+            chunked=claim.chunked,
+            timeout=claim.policy.timeout,
+        )
+        # The slot this try frees goes to the next in line — this delivery's
+        # own next try when it is due at once, else the endpoint's earliest
+        # enqueued delivery ready for a try — and this thread makes that try
+        # itself: no trip through the broker.
+        carry_on = time.monotonic() - started < CARRY_ON_SECONDS
+        next_id = _record(claim, exchange, carry_on=carry_on)
 
 
 def _locked(delivery_id: int) -> Delivery | None:
@@ -359,8 +375,8 @@ def _claim(delivery_id: int) -> _Claim | None:
         return None
     claim = _start(delivery, now) if _may_start(delivery, now) else None
     # Whatever this delivery did — started, went to wait, ended — the first
-    # delivery waiting for a slot may now have one.
-    _wake_first_waiting(delivery.endpoint_id, now)
+    # in line may now have a slot.
+    _wake_first_in_line(delivery.endpoint_id, now)
     return claim
 
 
@@ -387,10 +403,15 @@ def _may_start(delivery: Delivery, now: datetime) -> bool:
     if not delivery.endpoint.active:
         _finish_failed(delivery, now, error="endpoint is disabled", counts=False)
         return False
+    # Deliveries in line before this one go first: one already waiting for a
+    # slot blocks it; one whose message is still on the way keeps a slot.
+    cap = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
     in_flight = _in_flight(delivery.endpoint_id, now)
-    first_waiting = _first_waiting(delivery.endpoint_id)
-    if in_flight >= settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT or (
-        first_waiting is not None and first_waiting.pk < delivery.pk
+    ahead = _line(delivery.endpoint_id, now).filter(pk__lt=delivery.pk)
+    if (
+        in_flight >= cap
+        or ahead.filter(waiting_for_slot=True).exists()
+        or in_flight + ahead[:cap].count() >= cap
     ):
         _wait_for_slot(delivery, now, in_flight=in_flight)
         return False
@@ -465,21 +486,22 @@ def _in_flight(endpoint_id: int, now: datetime) -> int:
     ).count()
 
 
-def _first_waiting(endpoint_id: int) -> Delivery | None:
+def _line(endpoint_id: int, now: datetime) -> QuerySet[Delivery]:
+    """The endpoint's deliveries ready for a try, in enqueue order: due (a
+    message may be on its way) or asleep waiting for a slot."""
     return (
-        Delivery.objects.filter(
-            endpoint_id=endpoint_id, status=Status.PENDING, waiting_for_slot=True
-        )
+        Delivery.objects.filter(endpoint_id=endpoint_id, status=Status.PENDING)
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lte=now))
+        .filter(Q(waiting_for_slot=True) | Q(next_attempt_at__lte=now + EARLY_TOLERANCE))
         .order_by("pk")
-        .only("pk", "dispatched_at")
-        .first()
+        .only("pk", "dispatched_at", "waiting_for_slot")
     )
 
 
 def _wait_for_slot(delivery: Delivery, now: datetime, *, in_flight: int) -> None:
     """Wait, asleep, until a slot of the endpoint is free and it is this one's turn.
 
-    Woken by ``_wake_first_waiting``; the sweep's re-check (or the delivery's
+    Woken by ``_wake_first_in_line``; the sweep's re-check (or the delivery's
     expiry, when sooner) is only the safety net for a lost wake-up.
     """
     wake_by = now + SLOT_RECHECK
@@ -496,21 +518,34 @@ def _wait_for_slot(delivery: Delivery, now: datetime, *, in_flight: int) -> None
     )
 
 
-def _wake_first_waiting(endpoint_id: int, now: datetime) -> None:
-    """Start the first delivery waiting for a slot, when one is free.
+def _wake_first_in_line(endpoint_id: int, now: datetime, *, carry_on: bool = False) -> int | None:
+    """Give the free slots to the first deliveries in line, in enqueue order.
 
-    One at a time, in enqueue order: when it starts, its claim calls this
-    again for the next one. Called under the endpoint's row lock, so a
-    delivery deciding to wait and a slot being freed cannot miss each other.
+    Called under the endpoint's row lock, so a delivery deciding to wait and
+    a slot being freed cannot miss each other. Of those given a slot, one
+    whose message is on the way needs nothing; of those waiting, with
+    ``carry_on`` the caller takes the first and tries it itself (its id is
+    returned: a woken one's message then finds it in flight or done), and
+    the others asleep are woken through Celery. Either way they are marked
+    as sent, so the sweep sends them again should a thread or a message be
+    lost.
     """
-    if _in_flight(endpoint_id, now) >= settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT:
-        return
-    first = _first_waiting(endpoint_id)
-    if first is None or first.dispatched_at is not None:
-        return  # nobody waits, or the first is woken already
-    Delivery.objects.filter(pk=first.pk).update(next_attempt_at=now, dispatched_at=now)
-    _dispatch_on_commit(first.pk)
-    _log("delivery.woken", id=first.pk, endpoint=endpoint_id)
+    free = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT - _in_flight(endpoint_id, now)
+    if free <= 0:
+        return None
+    handed_over = None
+    for delivery in _line(endpoint_id, now)[:free]:
+        if not delivery.waiting_for_slot:
+            continue  # its message is on the way
+        if carry_on and handed_over is None:
+            handed_over = delivery.pk
+        elif delivery.dispatched_at is None:
+            _dispatch_on_commit(delivery.pk)
+        else:
+            continue  # woken already
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=now, dispatched_at=now)
+        _log("delivery.woken", id=delivery.pk, endpoint=endpoint_id, carried_on=carry_on)
+    return handed_over
 
 
 # --- the outcome ----------------------------------------------------------------
@@ -522,14 +557,25 @@ def _text_for_db(text: str) -> str:
 
 
 @transaction.atomic
-def _record(claim: _Claim, exchange: transport.Exchange) -> None:
+def _record(claim: _Claim, exchange: transport.Exchange, *, carry_on: bool) -> int | None:
+    """Store the try's outcome. With ``carry_on``, returns the delivery the
+    caller should try next in the slot this try freed: this one, when its
+    next try is due at once and nobody is in line before it, else the first
+    in line, if there is one."""
     _lock_endpoint(claim.endpoint_id)
     now = timezone.now()
-    _store_outcome(claim, exchange, now)
-    _wake_first_waiting(claim.endpoint_id, now)  # this try's slot is free
+    first = _line(claim.endpoint_id, now).first()
+    keep = carry_on and (first is None or first.pk > claim.delivery_id)
+    if _store_outcome(claim, exchange, now, keep_due_retry=keep):
+        return claim.delivery_id
+    return _wake_first_in_line(claim.endpoint_id, now, carry_on=carry_on)
 
 
-def _store_outcome(claim: _Claim, exchange: transport.Exchange, now: datetime) -> None:
+def _store_outcome(
+    claim: _Claim, exchange: transport.Exchange, now: datetime, *, keep_due_retry: bool
+) -> bool:
+    """Log the try, end or reschedule the delivery; True when its next try is
+    due now and kept for the caller to make (see ``_schedule``)."""
     verdict = judge(exchange, now=now)
     excerpt = exchange.body[: DeliveryAttempt.EXCERPT_BYTES].decode("utf-8", errors="ignore")
     DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
@@ -541,7 +587,7 @@ def _store_outcome(claim: _Claim, exchange: transport.Exchange, now: datetime) -
     )
     delivery = _locked(claim.delivery_id)
     if delivery is None:
-        return
+        return False
     _log(
         "delivery.attempted",
         id=delivery.pk,
@@ -554,37 +600,46 @@ def _store_outcome(claim: _Claim, exchange: transport.Exchange, now: datetime) -
         error=verdict.error,
     )
     if delivery.status != Status.PENDING:
-        return  # ended meanwhile (a redelivery or a duplicate try); nothing to change
+        return False  # ended meanwhile (a redelivery or a duplicate try); nothing to change
     if verdict.delivered:
         _finish_delivered(delivery, now, reply=verdict.reply)
-        return
+        return False
     if delivery.attempts != claim.number:
-        return  # a later try has started since; its outcome decides
+        return False  # a later try has started since; its outcome decides
     error = _text_for_db(verdict.error)
     policy = claim.policy
     if verdict.final or delivery.attempts >= policy.max_attempts:
         _finish_failed(delivery, now, error=error)
-        return
+        return False
     next_at = claim.started_at + timedelta(seconds=policy.delay_after(claim.number))
     if verdict.retry_after is not None:
         wait = min(verdict.retry_after, settings.DELIVERY_MAX_RETRY_AFTER_SECONDS)
         next_at = max(next_at, now + timedelta(seconds=wait))
     if delivery.expires_at is not None and next_at >= delivery.expires_at:
         _finish_failed(delivery, now, error=error)
-        return
-    _schedule(delivery, next_at, now, error=error)
+        return False
+    return _schedule(delivery, next_at, now, error=error, keep_if_due=keep_due_retry)
 
 
-def _schedule(delivery: Delivery, at: datetime, now: datetime, *, error: str) -> None:
-    """The next try at ``at``: a Celery countdown when it is soon, else the sweep's."""
+def _schedule(
+    delivery: Delivery, at: datetime, now: datetime, *, error: str, keep_if_due: bool = False
+) -> bool:
+    """The next try at ``at``: a Celery countdown when it is soon, else the sweep's.
+
+    With ``keep_if_due``, a try due now (a timeout ends when the next try is
+    due) is left to the caller — no message; True then. It counts as sent,
+    so the sweep sends it should the caller be lost.
+    """
     countdown = max(0.0, (at - now).total_seconds())
     soon = countdown <= settings.DELIVERY_MAX_COUNTDOWN_SECONDS
+    kept = keep_if_due and countdown == 0
     Delivery.objects.filter(pk=delivery.pk).update(
         next_attempt_at=at, locked_until=None, last_error=error, dispatched_at=at if soon else None
     )
-    if soon:
+    if soon and not kept:
         _dispatch_on_commit(delivery.pk, countdown=countdown)
-    _log("delivery.retry_scheduled", id=delivery.pk, seconds=round(countdown, 3))
+    _log("delivery.retry_scheduled", id=delivery.pk, seconds=round(countdown, 3), kept=kept)
+    return kept
 
 
 def _end(delivery: Delivery, now: datetime, *, status: str, error: str = "") -> None:

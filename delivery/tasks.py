@@ -14,7 +14,8 @@ from delivery import services
 
 @shared_task(name="delivery.tasks.deliver", queue="delivery", acks_late=True, ignore_result=True)
 def deliver(delivery_id: int) -> None:
-    """Make the try that is due for one delivery (nothing if none is due)."""
+    """Make the try that is due for one delivery (nothing if none is due), and
+    those its endpoint's slot passes to next (``services.attempt_delivery``)."""
     services.attempt_delivery(delivery_id=delivery_id)
 
 

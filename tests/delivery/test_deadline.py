@@ -202,15 +202,15 @@ def test_no_descriptor_is_left_behind() -> None:
 def test_the_try_is_logged_as_a_timeout_with_its_real_duration() -> None:
     with Dripper("body_close", limit=RECEIVER_LIMIT) as dripper:
         endpoint, _ = services.create_endpoint(url=dripper.url())
-        delivery = send(endpoint, policy="chat_api_message")
+        delivery = send(endpoint, policy="chat_api_typing")  # one try, 2 s
 
         services.attempt_delivery(delivery_id=delivery.pk)
 
         attempt = DeliveryAttempt.objects.get(delivery=delivery)
-        assert attempt.error == "timed out after 3 s" and attempt.status_code is None
-        assert 3000 <= attempt.duration_ms <= (3 + SLACK) * 1000  # type: ignore[operator]
+        assert attempt.error == "timed out after 2 s" and attempt.status_code is None
+        assert 2000 <= attempt.duration_ms <= (2 + SLACK) * 1000  # type: ignore[operator]
         delivery.refresh_from_db()
-        assert delivery.status == Delivery.Status.PENDING and delivery.locked_until is None
+        assert delivery.status == Delivery.Status.FAILED and delivery.locked_until is None
         assert dripper.arrivals() == [delivery.webhook_id]
 
 
