@@ -405,14 +405,13 @@ def _may_start(delivery: Delivery, now: datetime) -> bool:
         return False
     # Deliveries in line before this one go first: one already waiting for a
     # slot blocks it; one whose message is still on the way keeps a slot.
+    # (Of those ahead, the first few tell: more than the free slots means no
+    # slot is left for this one anyway.)
     cap = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
     in_flight = _in_flight(delivery.endpoint_id, now)
     ahead = _line(delivery.endpoint_id, now).filter(pk__lt=delivery.pk)
-    if (
-        in_flight >= cap
-        or ahead.filter(waiting_for_slot=True).exists()
-        or in_flight + ahead[:cap].count() >= cap
-    ):
+    waiting_ahead = [] if in_flight >= cap else [d.waiting_for_slot for d in ahead[:cap]]
+    if in_flight + len(waiting_ahead) >= cap or any(waiting_ahead):
         _wait_for_slot(delivery, now, in_flight=in_flight)
         return False
     return True
