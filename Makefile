@@ -59,6 +59,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/chat_api_inbound.py
+	$(PY) bench/delivery_isolation.py
 
 clean:
 	rm -rf var/test var/broker var/cache

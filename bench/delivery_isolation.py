@@ -1,0 +1,207 @@
+"""Delivery isolation: a healthy receiver's delivery time beside dripping ones.
+
+Runs one Celery worker process shaped like the Procfile's ``delivery``
+process (queue ``delivery``, 32 threads) against the configured database and
+broker (DATABASE_URL and REDIS_URL, else a fresh SQLite file and the
+filesystem broker), with the default DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT.
+Sends agent replies (policy ``chat_api_message``) to a healthy receiver, which
+answers at once, at a steady pace, twice side by side in one run: alone, and
+while ten dripping receivers — 200, Content-Length 100000, Connection: close,
+then a byte every 0.5 s, as in the security review — each have several
+deliveries going. Prints p50/p99 of the healthy deliveries' time from enqueue
+to arrival at the receiver, in both runs, and their ratio (goal: p99 with the
+drippers within 1.5x of p99 without).
+
+    .venv/bin/python bench/delivery_isolation.py [--healthy 300] [--drippers 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+PACE = 0.1  # seconds between two healthy deliveries
+THREADS = 32  # the Procfile's delivery concurrency
+
+
+class HealthyReceiver(ThreadingHTTPServer):
+    """Answers every request at once; notes when each delivery arrived."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.arrived: dict[str, float] = {}  # webhook-id -> time.monotonic()
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real integrator would
+
+    def do_POST(self) -> None:
+        arrived = time.monotonic()
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        assert isinstance(self.server, HealthyReceiver)
+        self.server.arrived.setdefault(self.headers["webhook-id"], arrived)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def run_drippers(count: int, pipe: Connection) -> None:
+    """In a process of its own (a dripping receiver is elsewhere; here it must
+    not compete for the bench's own GIL): start ``count`` drippers, send their
+    URLs, then answer each request with how many connections each has open
+    and the most it ever had open at once."""
+    from tests.delivery.dripper import Dripper
+
+    drippers = [Dripper("body_close", interval=0.5, limit=90).start() for _ in range(count)]
+    pipe.send([d.url() for d in drippers])
+    while pipe.recv() != "stop":
+        pipe.send([(len(d.open_now()), d.most_open) for d in drippers])
+    for dripper in drippers:
+        dripper.stop()
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "delivery",
+         "-P", "threads", "-c", str(THREADS), "-l", "INFO",
+         "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while b" ready." not in log.read_bytes():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the worker did not start:\n{log.read_text()}")
+        time.sleep(0.2)
+    return worker
+
+
+def send_healthy(count: int, endpoint: Any, receiver: HealthyReceiver) -> list[float]:
+    """Enqueue ``count`` replies at a steady pace; seconds from enqueue to arrival."""
+    from delivery import services
+
+    enqueued: dict[str, float] = {}
+    for n in range(count):
+        started = time.monotonic()
+        delivery = services.enqueue(
+            endpoint=endpoint,
+            purpose="bench.healthy",
+            event="message",
+            body={"n": n, "text": "Hello from an agent"},
+            policy="chat_api_message",
+        )
+        enqueued[delivery.webhook_id] = started
+        time.sleep(max(0.0, started + PACE - time.monotonic()))
+    deadline = time.monotonic() + 60
+    while len(receiver.arrived.keys() & enqueued.keys()) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError("healthy deliveries did not all arrive within 60 s")
+        time.sleep(0.05)
+    return [receiver.arrived[key] - at for key, at in enqueued.items()]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--healthy", type=int, default=300, help="healthy deliveries per run")
+    parser.add_argument("--drippers", type=int, default=10)
+    parser.add_argument("--per-dripper", type=int, default=8, help="deliveries to each dripper")
+    args = parser.parse_args()
+    # Before any thread of ours exists: the drippers' process.
+    pipe, child_pipe = get_context("spawn").Pipe()
+    dripping = get_context("spawn").Process(
+        target=run_drippers, args=(args.drippers, child_pipe), daemon=True
+    )
+    dripping.start()
+    dripper_urls: list[str] = pipe.recv()
+
+    def dripper_state() -> list[tuple[int, int]]:
+        pipe.send("state")
+        state: list[tuple[int, int]] = pipe.recv()
+        return state
+
+    with tempfile.TemporaryDirectory() as var:
+        env = {**os.environ, "VAR_DIR": var, "DEBUG": "true", "LOG_LEVEL": "WARNING"}
+        os.environ.update(env)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.management import call_command
+
+        from config.celery import app
+        from delivery import services
+
+        call_command("migrate", verbosity=0)
+        app.control.purge()
+        cap = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
+        receiver = HealthyReceiver()
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        healthy_endpoint, _ = services.create_endpoint(url=receiver.url())
+        worker = start_worker(env, Path(var) / "worker.log")
+        try:
+            send_healthy(10, healthy_endpoint, receiver)  # warm up: connections, threads
+            alone = send_healthy(args.healthy, healthy_endpoint, receiver)
+
+            for url in dripper_urls:
+                endpoint, _ = services.create_endpoint(url=url)
+                for n in range(args.per_dripper):
+                    services.enqueue(endpoint=endpoint, purpose="bench.dripping", event="message",
+                                     body={"n": n}, policy="chat_api_message")  # fmt: skip
+            held = min(cap, args.per_dripper) * args.drippers
+            deadline = time.monotonic() + 30
+            while sum(now for now, _ in dripper_state()) < held:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the dripping receivers did not fill their slots")
+                time.sleep(0.05)
+            beside = send_healthy(args.healthy, healthy_endpoint, receiver)
+            state = dripper_state()
+        finally:
+            worker.terminate()
+            worker.wait(30)
+            pipe.send("stop")
+            dripping.join(10)
+            receiver.shutdown()
+    database = "PostgreSQL" if os.environ.get("DATABASE_URL") else "SQLite"
+    broker = "Redis" if os.environ.get("REDIS_URL") else "filesystem broker"
+    print(f"Delivery isolation: {args.healthy} healthy deliveries, {1 / PACE:.0f}/s, one worker "
+          f"x {THREADS} threads, {database}, {broker}, cap {cap} per endpoint")  # fmt: skip
+    print(f"  drippers: {args.drippers} x {args.per_dripper} deliveries; tries open: {held} when "
+          f"the healthy run began, {sum(now for now, _ in state)} when it ended; "
+          f"most open at one dripper: {max(most for _, most in state)}")  # fmt: skip
+    for name, times in (("alone", alone), (f"beside {args.drippers} drippers", beside)):
+        print(f"  {name:22} p50 {percentile(times, 0.5) * 1000:7.1f} ms   "
+              f"p99 {percentile(times, 0.99) * 1000:7.1f} ms   "
+              f"mean {statistics.fmean(times) * 1000:7.1f} ms")  # fmt: skip
+    ratio = percentile(beside, 0.99) / percentile(alone, 0.99)
+    print(f"  ratio p99 beside/alone: {ratio:.2f} (goal: at most 1.5)")
+
+
+if __name__ == "__main__":
+    main()
