@@ -257,6 +257,9 @@ else:
         "data_folder_out": str(_broker_dir / "queue"),
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # How often a worker looks for new messages (kombu's default is 1 s,
+        # which an agent would see as the delay of every reply under make run).
+        "polling_interval": 0.1,
     }
     CACHES = {
         "default": {
@@ -352,6 +355,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # A reply cut off at its deadline mid-headers makes urllib3 warn with a
+        # traceback; the delivery log already records the try as timed out.
+        "urllib3.connection": {"level": "ERROR"},
         # Without handlers of their own, Django's loggers ("Not Found: <path>",
         # tracebacks) reach the console above only, not Django's default
         # console and admin mail handlers, which print paths unredacted.
