@@ -9,6 +9,7 @@ HTTP_BODY_TIMEOUT_SECONDS.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import socket
@@ -230,10 +231,15 @@ def test_a_chunked_body_is_cut_off_once_it_passes_the_limit(patient_server: WebS
             readable, _, _ = select.select([sock], [], [], 0)
             if readable:
                 answer = sock.recv(65536)
-        answer += sock.recv(65536) if not answer else b""
+        if not answer:  # the server closed before the client looked: read what it said
+            with contextlib.suppress(ConnectionResetError):
+                answer = sock.recv(65536)
 
     # Then it is answered 413 while the client is still sending (what it had
-    # sent by then is mostly in the two sides' socket buffers, a few MB on loopback)
+    # sent by then is mostly in the two sides' socket buffers, a few MB on
+    # loopback). The server closes with the client's bytes unread, so a reset
+    # may cut the rest of the answer short: the body is the one the test
+    # above reads whole.
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:100]
-    assert b'"payload_too_large"' in answer
+    assert b"content-type: application/json" in answer.lower()
     assert sent < 32_000_000
