@@ -58,6 +58,18 @@ class HeaderTimeoutH11Protocol(H11Protocol):
         if self.cycle is not cycle:  # a new request: its headers are complete
             self._headers_received()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # Bytes of a pipelined next request that came while this one was
+        # answered start its clock now (data_received saw the old cycle).
+        if (
+            self.header_timer is None
+            and self.conn.their_state is h11.IDLE
+            and self.conn.trailing_data[0]
+            and not self.transport.is_closing()
+        ):
+            self._await_headers()
+
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         self._headers_received()
         super().handle_websocket_upgrade(event)

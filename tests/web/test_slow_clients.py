@@ -43,6 +43,9 @@ def strict_server(django_db_setup: None) -> Iterator[WebServer]:
     web = WebServer(
         HTTP_HEADER_TIMEOUT_SECONDS=str(TIMEOUT_SECONDS),
         HTTP_BODY_TIMEOUT_SECONDS=str(TIMEOUT_SECONDS),
+        # Idle kept-alive connections stay far longer than the test waits, so
+        # a connection closed in time was closed by the header limit.
+        GUNICORN_CMD_ARGS="--keep-alive 120",
     ).start()
     yield web
     web.stop()
@@ -173,6 +176,23 @@ def test_on_a_kept_alive_connection_the_next_headers_are_timed_too(
 
     assert status_line == "HTTP/1.1 200 OK"
     assert waited is not None
+
+
+def test_a_pipelined_request_whose_headers_never_end_is_cut_off(
+    strict_server: WebServer,
+) -> None:
+    # Given a whole request and, in the same packet, the start of a second one
+    with connect(strict_server) as sock:
+        sock.sendall(
+            b"GET /agent/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            b"GET /agent/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        )
+        status_line, _body = read_response(sock)
+        # When nothing more comes, the second request's header clock runs out
+        waited = seconds_until_closed(sock)
+
+    assert status_line == "HTTP/1.1 200 OK"
+    assert waited is not None  # not kept for the 120 s keep-alive
 
 
 def test_a_body_that_never_arrives_is_answered_408_and_the_connection_closed(
