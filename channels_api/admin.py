@@ -8,8 +8,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -143,7 +142,6 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
         page = reverse("admin:channels_api_chatapichannel_change", args=[obj.pk])
         return secret_page(
             request,
-            self.admin_site,
             [NewSecret(str(obj), page, getattr(request, _NEW_SECRET))],
             onward=("Go on to the channel: its URLs for the integrator", page),
         )
@@ -151,7 +149,7 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
     @admin.action(description="Rotate the signing secret (the old one signs for a grace period)")
     def rotate_secret(
         self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
-    ) -> TemplateResponse:
+    ) -> HttpResponseRedirect:
         rotated = [
             NewSecret(
                 str(chat_api),
@@ -161,4 +159,4 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
             for chat_api in queryset.select_related("endpoint", "channel")
         ]
         back = reverse("admin:channels_api_chatapichannel_changelist")
-        return secret_page(request, self.admin_site, rotated, onward=("Back to the channels", back))
+        return secret_page(request, rotated, onward=("Back to the channels", back))

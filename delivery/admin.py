@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from secrets import token_urlsafe
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from delivery import services
@@ -35,26 +36,42 @@ class NewSecret:
     secret: str
 
 
-def secret_page(
-    request: HttpRequest,
-    admin_site: admin.AdminSite,
-    secrets: list[NewSecret],
-    *,
-    onward: tuple[str, str],
-) -> TemplateResponse:
-    """The only place a signing secret is ever shown: in this page, never in a
-    message (a cookie) or a later page, and not kept by any cache.
+_SESSION_KEY = "new-secrets:{}"
 
-    ``onward`` is the link to go on with: (text, URL).
+
+def secret_page(
+    request: HttpRequest, secrets: list[NewSecret], *, onward: tuple[str, str]
+) -> HttpResponseRedirect:
+    """Answer the POST that made ``secrets`` with a redirect to the one page
+    that shows them, once (Post/Redirect/Get: reloading that page cannot make
+    or rotate a secret again).
+
+    Until shown they wait in the server-side session (the database; the
+    cookie holds only its key), never in a message (a cookie). ``onward`` is
+    the link to go on with: (text, URL).
     """
-    context = {
-        **admin_site.each_context(request),
-        "title": "Signing secret",
-        "secrets": secrets,
-        "onward_text": onward[0],
-        "onward_url": onward[1],
+    token = token_urlsafe(16)
+    request.session[_SESSION_KEY.format(token)] = {
+        "secrets": [asdict(new) for new in secrets],
+        "onward": list(onward),
     }
-    response = TemplateResponse(request, "admin/delivery/secret.html", context)
+    response = HttpResponseRedirect(reverse("admin:delivery_new_secret", args=[token]))
+    response.status_code = 303  # See Other: the page is fetched with GET
+    return response
+
+
+def new_secret_view(request: HttpRequest, admin_site: admin.AdminSite, token: str) -> HttpResponse:
+    """The only place a signing secret is ever shown, once: it leaves the
+    session as it is shown, and no cache keeps the page."""
+    shown = request.session.pop(_SESSION_KEY.format(token), None)
+    context = {**admin_site.each_context(request), "title": "Signing secret"}
+    if shown is None:
+        context["onward_text"], context["onward_url"] = _to_endpoints()
+        response = TemplateResponse(request, "admin/delivery/secret_gone.html", context, status=410)
+    else:
+        context["secrets"] = [NewSecret(**new) for new in shown["secrets"]]
+        context["onward_text"], context["onward_url"] = shown["onward"]
+        response = TemplateResponse(request, "admin/delivery/secret.html", context)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -126,16 +143,23 @@ class EndpointAdmin(admin.ModelAdmin[Endpoint]):
         secret = getattr(request, _NEW_SECRET, None)
         if secret is None:
             return super().response_add(request, obj, post_url_continue)
-        return secret_page(
-            request, self.admin_site, _endpoint_secrets([(obj, secret)]), onward=_to_endpoints()
-        )
+        return secret_page(request, _endpoint_secrets([(obj, secret)]), onward=_to_endpoints())
 
     @admin.action(description="Rotate signing secret (the old one signs on for a grace period)")
-    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> TemplateResponse:
+    def rotate_secret(
+        self, request: HttpRequest, queryset: QuerySet[Endpoint]
+    ) -> HttpResponseRedirect:
         rotated = [(endpoint, services.rotate_secret(endpoint=endpoint)) for endpoint in queryset]
-        return secret_page(
-            request, self.admin_site, _endpoint_secrets(rotated), onward=_to_endpoints()
+        return secret_page(request, _endpoint_secrets(rotated), onward=_to_endpoints())
+
+    def get_urls(self) -> list[URLPattern]:
+        show = self.admin_site.admin_view(
+            lambda request, token: new_secret_view(request, self.admin_site, token)
         )
+        return [
+            path("new-secret/<str:token>/", show, name="delivery_new_secret"),
+            *super().get_urls(),
+        ]
 
     @admin.action(description="Switch on (and clear the failure count)")
     def switch_on(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> None:

@@ -39,6 +39,7 @@ def test_add_chat_api_channel_in_the_admin(admin_browser: Browser, agent: Agent)
             "agents": [agent.pk],
             "active": "on",
         },
+        follow=True,
     )
 
     chat_api = ChatApiChannel.objects.get()
@@ -87,6 +88,7 @@ def test_the_admin_rotates_the_secret(admin_browser: Browser) -> None:
     answer = admin_browser.post(
         "/admin/channels_api/chatapichannel/",
         {"action": "rotate_secret", "_selected_action": [chat_api.pk]},
+        follow=True,
     )
     new = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint.secret
     assert new != made["signing_secret"]

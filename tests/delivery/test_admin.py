@@ -33,6 +33,7 @@ def test_a_new_endpoint_shows_its_secret_once(admin_client: Client) -> None:
     response = admin_client.post(
         reverse("admin:delivery_endpoint_add"),
         {"url": "https://crm.example.com/hook", "chunked": "on", "active": "on"},
+        follow=True,
     )
 
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
@@ -62,6 +63,7 @@ def test_rotating_shows_the_new_secret_and_keeps_the_old_one_signing(
     response = admin_client.post(
         reverse("admin:delivery_endpoint_changelist"),
         {"action": "rotate_secret", "_selected_action": [endpoint.pk]},
+        follow=True,
     )
 
     endpoint.refresh_from_db()

@@ -66,6 +66,7 @@ def test_a_new_chat_api_channel_shows_its_secret_once(browser: Browser) -> None:
     page = browser.post(
         "/admin/channels_api/chatapichannel/add/",
         {"name": "Mobile app", "webhook_url": "https://chat.example.com/hook", "active": "on"},
+        follow=True,
     )
 
     chat_api = ChatApiChannel.objects.get()
@@ -86,6 +87,7 @@ def test_rotating_a_chat_api_channels_secret_shows_it_once(browser: Browser) -> 
     page = browser.post(
         "/admin/channels_api/chatapichannel/",
         {"action": "rotate_secret", "_selected_action": [chat_api.pk]},
+        follow=True,
     )
 
     secret = shown_secret(page)
@@ -96,7 +98,9 @@ def test_rotating_a_chat_api_channels_secret_shows_it_once(browser: Browser) -> 
 
 def test_a_new_endpoint_shows_its_secret_once(browser: Browser) -> None:
     page = browser.post(
-        "/admin/delivery/endpoint/add/", {"url": "https://crm.example.com/hook", "active": "on"}
+        "/admin/delivery/endpoint/add/",
+        {"url": "https://crm.example.com/hook", "active": "on"},
+        follow=True,
     )
 
     secret = shown_secret(page)
@@ -110,8 +114,36 @@ def test_rotating_an_endpoints_secret_shows_it_once(browser: Browser) -> None:
     page = browser.post(
         "/admin/delivery/endpoint/",
         {"action": "rotate_secret", "_selected_action": [endpoint.pk]},
+        follow=True,
     )
 
     secret = shown_secret(page)
     assert secret == Endpoint.objects.get().secret and "no-store" in page["Cache-Control"]
     assert_kept_nowhere(browser, [page, *onward(browser, page)], secret)
+
+
+def test_the_secret_page_is_reached_by_a_redirect_and_a_reload_changes_nothing(
+    browser: Browser,
+) -> None:
+    """Post/Redirect/Get: reloading the page that shows a rotated secret
+    neither rotates it again (which would end the old secret's grace period
+    at once) nor shows it again."""
+    endpoint, _ = services.create_endpoint(url="https://crm.example.com/hook")
+
+    answer = browser.post(
+        "/admin/delivery/endpoint/",
+        {"action": "rotate_secret", "_selected_action": [endpoint.pk]},
+    )
+    page = browser.get(answer["Location"])
+    again = browser.get(answer["Location"])
+
+    assert answer.status_code == 303 and answer["Location"].startswith(
+        "/admin/delivery/endpoint/new-secret/"
+    )
+    secret = shown_secret(page)
+    assert secret == Endpoint.objects.get().secret
+    assert again.status_code == 410 and "no-store" in again["Cache-Control"]
+    assert "has been shown already" in again.content.decode() and "whsec_" not in (
+        again.content.decode()
+    )
+    assert Endpoint.objects.get().secret == secret  # not rotated a second time
