@@ -1,4 +1,4 @@
-"""Every change of chat state, one verb each (design.md §3, §4).
+"""Every change of chat state, one verb each (docs/decisions.md, "Conversation core").
 
 Each service runs in a transaction and publishes one event from
 ``agents.events``. Views, the admin, commands, tasks and tests call these;

@@ -1,4 +1,4 @@
-"""Settings, all from the environment (design.md §6).
+"""Settings, all from the environment (docs/operations.md).
 
 With no ``DATABASE_URL`` the database is a SQLite file under ``var/``; with no
 ``REDIS_URL`` Celery uses kombu's filesystem transport and the cache is a file

@@ -1,4 +1,4 @@
-"""The outbox (design.md §5): targets, deliveries and the log of every try.
+"""The outbox (docs/delivery.md): targets, deliveries and the log of every try.
 
 A ``Delivery`` is written in the same transaction as the change that caused
 it; ``delivery.services`` moves it through its states. Nothing here makes an

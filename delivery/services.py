@@ -1,4 +1,4 @@
-"""Every change of endpoints and deliveries (design.md §5, docs/delivery.md).
+"""Every change of endpoints and deliveries (docs/delivery.md).
 
 The life of a delivery::
 

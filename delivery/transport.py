@@ -1,4 +1,4 @@
-"""The one outbound HTTP client of the service (design.md §5).
+"""The one outbound HTTP client of the service (docs/delivery.md).
 
 One pooled ``requests.Session`` per worker process, shared by its threads.
 Its connections are made by ``GuardedConnection`` classes that resolve the

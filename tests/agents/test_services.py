@@ -1,4 +1,4 @@
-"""Every lifecycle transition and the event it publishes (design.md §4)."""
+"""Every lifecycle transition and the event it publishes."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def test_beat_runs_the_sweep_every_few_seconds_on_the_delivery_queue() -> None:
 
 @pytest.mark.django_db
 def test_payload_tests_can_stand_in_for_the_target_with_responses(endpoint: Any) -> None:
-    # Other apps' payload tests use the `responses` library (design.md §7).
+    # Other apps' payload tests use the `responses` library (transport: real servers).
     with responses.RequestsMock() as mock:
         mock.post(endpoint.url, json={"result": "ok"})
         delivery = send(endpoint, {"event_name": "chat_accepted"})
