@@ -68,6 +68,7 @@ def by_admin_form(url: str) -> None:
     answer = browser.post(
         "/admin/channels_api/chatapichannel/add/",
         {"name": "App", "webhook_url": url, "active": "on"},
+        follow=True,
     )
     page = answer.content.decode()
     if "errorlist" in page:
