@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from agents import markdown
+
 MEDIA_TYPES = ("video", "audio", "voice", "photo", "sticker", "document")
 MAX_BUTTONS = 3
 MAX_INTEGER = 2**53 - 1  # beyond this a number is not exact in JSON readers
@@ -131,7 +133,9 @@ def _clean_markdown(fields: Mapping[str, Any], prefix: str) -> Content:
         raise ContentError(f"{prefix}content is required for type markdown")
     if len(content) > MAX_MARKDOWN:
         raise ContentError(f"{prefix}content holds at most {MAX_MARKDOWN} characters")
-    return Content("markdown", _optional_text(fields, prefix), {"content": content})
+    # Rendered once, here; pages and the widget show this HTML (agents/markdown.py).
+    html = str(markdown.render(content))
+    return Content("markdown", _optional_text(fields, prefix), {"content": content, "html": html})
 
 
 def _clean_buttons(fields: Mapping[str, Any], prefix: str) -> Content:

@@ -45,6 +45,14 @@ class ChatQueued(Event):
 
 
 @dataclass(frozen=True)
+class ChatReturnedToBot(Event):
+    """A queued chat went back to the bot: no agent of its channel was online."""
+
+    chat_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class ChatAccepted(Event):
     """An agent pressed Reply: the chat is ACTIVE with that agent."""
 

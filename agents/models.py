@@ -260,6 +260,8 @@ class Message(models.Model):
     # Type-specific fields (file, file_name, latitude, buttons, content, …).
     payload = models.JSONField(default=dict, blank=True)
     external_id = models.CharField(max_length=255, blank=True)
+    # The author's name as shown, where no Agent row names it: a bot's display name.
+    sender_name = models.CharField(max_length=200, blank=True)
     created = models.DateTimeField(default=timezone.now, db_index=True)
     delivery_status = models.CharField(
         max_length=10, choices=Delivery.choices, blank=True, default=Delivery.NONE
@@ -272,6 +274,27 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.author} {self.type} in chat {self.chat_id}"
+
+
+class IdempotencyKey(models.Model):
+    """An ``Idempotency-Key`` an inbound API (A2, B2) has acted on, per scope.
+
+    Claimed in the transaction of the request it belongs to: a retry that
+    comes while the first is running waits for it, and one that comes after
+    finds the key and changes nothing (``agents.idempotency``).
+    """
+
+    scope = models.CharField(max_length=100)
+    key = models.CharField(max_length=255)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="idempotency_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.key}"
 
 
 class RateLimitHit(models.Model):

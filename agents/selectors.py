@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
-from agents.models import Agent, Chat, Message
+from agents.models import Agent, Channel, Chat, Message
+
+
+def agents_online(*, channel: Channel) -> bool:
+    """Whether one of the channel's agents is online to take a chat."""
+    return channel.agents.filter(is_online=True, is_active=True).exists()
 
 
 def chats_for_agent(*, agent: Agent, state: str | None = None) -> QuerySet[Chat]:

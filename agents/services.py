@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import events
+from agents import events, routing
 from agents.content import Content
 from agents.models import Agent, Channel, Chat, Client, Counter, Department, Message
 
@@ -172,10 +172,19 @@ def post_client_message(
     client: Client,
     content: Content,
     external_id: str = "",
-    open_state: str = Chat.State.QUEUED,
+    open_state: str | None = None,
 ) -> Message:
-    """Store a client's message, opening a chat when the client has none open."""
-    chat = _open_chat_of(client, lock=True) or _open_or_join(client, open_state)
+    """Store a client's message, opening a chat when the client has none open.
+
+    A new chat opens with the bot when the channel has one (``agents.routing``),
+    else in the queue; ``open_state`` overrides that.
+    """
+    chat = _open_chat_of(client, lock=True)
+    if chat is None:
+        if open_state is None:
+            opens_with_bot = routing.opens_with_bot(client.channel)
+            open_state = Chat.State.BOT if opens_with_bot else Chat.State.QUEUED
+        chat = _open_or_join(client, open_state)
     message = Message.objects.create(
         chat=chat,
         author=Message.Author.CLIENT,
@@ -206,6 +215,19 @@ def queue_chat(*, chat: Chat, reason: str) -> Chat:
 
 
 @transaction.atomic
+def return_chat_to_bot(*, chat: Chat, reason: str) -> Chat:
+    """A queued chat goes back to the bot (no agent of the channel is online)."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.QUEUED:
+        raise InvalidState(f"only a queued chat can go back to the bot, this one is {chat.state}")
+    chat.state = Chat.State.BOT
+    chat.queued_at = None
+    chat.save(update_fields=["state", "queued_at"])
+    events.publish(events.ChatReturnedToBot(chat_id=chat.pk, reason=reason))
+    return chat
+
+
+@transaction.atomic
 def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
     """The agent's Reply: a queued (or bot) chat becomes ACTIVE with this agent."""
     chat = _lock(chat)
@@ -221,11 +243,14 @@ def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
     return chat
 
 
-def _post(chat: Chat, author: str, content: Content, agent: Agent | None = None) -> Message:
+def _post(
+    chat: Chat, author: str, content: Content, agent: Agent | None = None, sender_name: str = ""
+) -> Message:
     message = Message.objects.create(
         chat=chat,
         author=author,
         agent=agent,
+        sender_name=sender_name,
         type=content.type,
         text=content.text,
         payload=content.payload,
@@ -247,11 +272,12 @@ def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message
 
 
 @transaction.atomic
-def post_bot_message(*, chat: Chat, content: Content) -> Message:
+def post_bot_message(*, chat: Chat, content: Content, sender_name: str = "") -> Message:
+    """A bot's answer; ``sender_name`` is the name the client and agents see."""
     chat = _lock(chat)
-    if not chat.is_open:
-        raise InvalidState("the chat is finished")
-    return _post(chat, Message.Author.BOT, content)
+    if chat.state != Chat.State.BOT:
+        raise InvalidState(f"the chat is {chat.state}: only a chat with the bot takes its messages")
+    return _post(chat, Message.Author.BOT, content, sender_name=sender_name)
 
 
 @transaction.atomic

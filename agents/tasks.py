@@ -8,7 +8,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import ratelimit, services
+from agents import idempotency, ratelimit, services
 from agents.models import Chat
 
 
@@ -31,3 +31,9 @@ def finish_inactive_chats() -> int:
 def forget_rate_limit_hits() -> int:
     """Delete rate-limit rows of keys that went quiet (the database store only)."""
     return ratelimit.forget_old_hits()
+
+
+@shared_task
+def forget_idempotency_keys() -> int:
+    """Forget inbound ``Idempotency-Key``s older than IDEMPOTENCY_KEY_HOURS; returns how many."""
+    return idempotency.forget_old_keys()

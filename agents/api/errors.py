@@ -1,86 +1,17 @@
-"""Every API error in the project: ``{"error": {"code", "message"}}``."""
+"""The agent REST API's exception handler: DRF's errors in the one error body
+(``config/api_errors.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, Concatenate, ParamSpec
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from agents.services import ServiceError
-
-P = ParamSpec("P")
-
-CODES = {
-    400: "invalid_request",
-    401: "unauthorized_client",
-    403: "access_denied",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-    429: "too_many_requests",
-    500: "server_error",
-}
-
-
-def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
-    return {"error": {"code": code, "message": message}}
-
-
-def error_response(status_code: int, message: str, code: str | None = None) -> JsonResponse:
-    return JsonResponse(
-        error_body(code or CODES.get(status_code, "error"), message), status=status_code
-    )
-
-
-def method_not_allowed(*allowed: str) -> JsonResponse:
-    """405 with the error body, and the methods that are allowed in ``Allow``."""
-    response = error_response(405, "method not allowed")
-    response["Allow"] = ", ".join(allowed)
-    return response
-
-
-View = Callable[Concatenate[HttpRequest, P], HttpResponse]
-
-
-def allow_methods(*allowed: str) -> Callable[[View[P]], View[P]]:
-    """A plain view answers any other method with ``method_not_allowed``."""
-
-    def decorate(view: View[P]) -> View[P]:
-        @wraps(view)
-        def checked(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
-            if request.method not in allowed:
-                return method_not_allowed(*allowed)
-            return view(request, *args, **kwargs)
-
-        return checked
-
-    return decorate
-
-
-def validation_message(detail: Any) -> str:
-    """One readable sentence for a serializer's errors (``sender.id is required``)."""
-    return _first_message(detail)
-
-
-def _first_message(detail: Any, path: str = "") -> str:
-    """The first validation message, named by its field path (``sender.id is required``)."""
-    if isinstance(detail, dict):
-        for key, value in detail.items():
-            name = path if key == "non_field_errors" else f"{path}.{key}" if path else str(key)
-            return _first_message(value, name)
-    if isinstance(detail, list) and detail:
-        return _first_message(detail[0], path)
-    text = str(detail)
-    if path and text.startswith("This field"):
-        return f"{path}{text[len('This field') :]}".replace(" is required.", " is required")
-    return f"{path}: {text}" if path else text
+from config.api_errors import CODES, error_body, validation_message
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -98,7 +29,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if getattr(exc, "wait", None):
         headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
     if isinstance(exc, exceptions.ValidationError):
-        message = _first_message(exc.detail)
+        message = validation_message(exc.detail)
         code = "invalid_request"
     else:
         message = str(exc.detail)

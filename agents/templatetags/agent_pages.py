@@ -10,8 +10,11 @@ register = template.Library()
 
 
 @register.filter
-def markdown(source: object) -> SafeString:
-    return md.render(str(source or ""))
+def markdown_html(payload: object) -> SafeString:
+    """The HTML rendered when the message was stored, sanitized once more."""
+    if isinstance(payload, dict) and isinstance(payload.get("html"), str):
+        return md.sanitized(payload["html"])
+    return md.render(str(payload.get("content", "") if isinstance(payload, dict) else ""))
 
 
 @register.filter

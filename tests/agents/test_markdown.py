@@ -1,10 +1,16 @@
-"""Bot Markdown: bold, italic and http(s) links, everything else escaped."""
+"""Bot Markdown (spec B): bold, italic and http(s) links, everything else text.
+
+Rendered by markdown-it-py, sanitized by nh3 (agents/markdown.py).
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from agents.markdown import render
+from agents.content import clean_content
+from agents.markdown import render, sanitized
+
+LINK = '<a href="{}" target="_blank" rel="noopener noreferrer nofollow">{}</a>'
 
 
 @pytest.mark.parametrize(
@@ -12,17 +18,23 @@ from agents.markdown import render
     [
         ("**bold** and __bold__", "<strong>bold</strong> and <strong>bold</strong>"),
         ("*it* and _it_", "<em>it</em> and <em>it</em>"),
-        ("snake_case_name and 2*3*4", "snake_case_name and 2*3*4"),
+        ("snake_case_name", "snake_case_name"),
         (
             "[docs](https://example.com/a_b_c?x=1&y=2)",
-            '<a href="https://example.com/a_b_c?x=1&amp;y=2" rel="noopener noreferrer nofollow" '
-            'target="_blank">docs</a>',
+            LINK.format("https://example.com/a_b_c?x=1&amp;y=2", "docs"),
         ),
         ("[bad](javascript:alert(1))", "[bad](javascript:alert(1))"),
-        ('<img src=x onerror="alert(1)">', "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;"),
-        ('[x](https://a.b/"onmouseover=alert(1))', "[x](https://a.b/&quot;onmouseover=alert(1))"),
-        ("line one\nline two", "line one<br>line two"),
-        ("\ue0000\ue001 slot", "0 slot"),
+        ("[relative](/admin/)", "[relative](/admin/)"),
+        ("[data](data:text/html,x)", "[data](data:text/html,x)"),
+        ('<img src=x onerror="alert(1)">', '&lt;img src=x onerror="alert(1)"&gt;'),
+        ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+        (
+            '[x](https://a.b/"onmouseover=alert(1))',
+            LINK.format("https://a.b/%22onmouseover=alert(1)", "x"),
+        ),
+        ("line one\nline two", "line one<br>\nline two"),
+        ("# not a heading\n- not a list", "# not a heading<br>\n- not a list"),
+        (r"\*not italic\*", "*not italic*"),
     ],
 )
 def test_render(source: str, html: str) -> None:
@@ -31,4 +43,17 @@ def test_render(source: str, html: str) -> None:
 
 def test_long_unbalanced_markers_render_as_text() -> None:
     source = "**a " * 4000 + "_b " * 4000
-    assert render(source) == source.rstrip("\n")
+    assert render(source) == source
+
+
+def test_stored_html_is_sanitized_again_when_shown() -> None:
+    stored = '<strong>ok</strong><script>x</script><a href="javascript:y" onclick="z">l</a>'
+    assert (
+        sanitized(stored)
+        == '<strong>ok</strong><a target="_blank" rel="noopener noreferrer nofollow">l</a>'
+    )
+
+
+def test_a_markdown_message_keeps_its_rendering() -> None:
+    content = clean_content("markdown", {"content": "**hi**", "text": "hi"})
+    assert content.payload == {"content": "**hi**", "html": "<strong>hi</strong>"}

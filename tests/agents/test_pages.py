@@ -80,7 +80,9 @@ def test_chat_view_escapes_everything_user_supplied(browser: Browser, chat: Chat
     Chat.objects.filter(pk=chat.pk).update(
         custom_data=[{"title": EVIL, "content": EVIL, "key": EVIL, "link": "javascript:alert(1)"}],
         crm_link="javascript:alert(2)",
+        state=Chat.State.BOT,
     )
+    chat.refresh_from_db()
     services.post_bot_message(
         chat=chat,
         content=Content("markdown", "", {"content": f"**hi** [x](javascript:alert(3)) {EVIL}"}),

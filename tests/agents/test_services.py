@@ -40,14 +40,16 @@ def test_next_client_message_goes_to_the_open_chat(published: list[events.Event]
     assert [type(e) for e in published] == [events.MessagePosted]
 
 
-def test_chat_can_open_with_the_bot_and_be_queued(published: list[events.Event]) -> None:
+def test_a_chat_can_open_with_the_bot(published: list[events.Event]) -> None:
     message = services.post_client_message(
         client=ClientFactory.create(), content=text("hi"), open_state=Chat.State.BOT
     )
-    assert message.chat.state == Chat.State.BOT
-    published.clear()
 
-    chat = services.queue_chat(chat=message.chat, reason="invite_agent")
+    assert published[0] == events.ChatOpened(chat_id=message.chat_id, state=Chat.State.BOT)
+
+
+def test_a_chat_with_the_bot_can_be_queued(published: list[events.Event]) -> None:
+    chat = services.queue_chat(chat=ChatFactory.create(state=Chat.State.BOT), reason="invite_agent")
 
     assert chat.state == Chat.State.QUEUED and chat.queued_at is not None
     assert published == [events.ChatQueued(chat_id=chat.pk, reason="invite_agent")]
