@@ -17,7 +17,7 @@ from django.urls import Resolver404, resolve
 from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.api.errors import error_response
+from config.api_errors import error_response
 
 API_PREFIXES = ("api", "chat-api", "webhooks")
 # The catch-all's pattern: every path under the API prefixes that no view took.

@@ -10,8 +10,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.api.errors import allow_methods
 from config import errors
+from config.api_errors import allow_methods
 
 
 @extend_schema(exclude=True)
@@ -50,6 +50,7 @@ urlpatterns = [
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),
+    path("", include("bots.urls")),
     path("api/schema/", allow_methods("GET", "HEAD")(SpectacularAPIView.as_view()), name="schema"),
     path(
         "api/docs/",

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from django.test import Client as Http
 
-from agents.api.errors import CODES
 from agents.models import Agent
 from agents.tokens import issue_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
+from config.api_errors import CODES
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +49,7 @@ MATRIX = [
     ("post", "/api/schema/", 405, "GET, HEAD"),
     ("get", "/webhooks", 404, None),
     ("post", "/webhooks/", 404, None),
-    ("post", "/webhooks/provider-1/bot-token", 404, None),
+    ("get", "/webhooks/provider-1/bot-token", 405, "POST"),
 ]
 
 
