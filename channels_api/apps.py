@@ -7,8 +7,8 @@ class ChannelsApiConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import demo
-        from channels_api import services
+        from channels_api import subscribers
         from channels_api.demo import seed_demo_channel
 
-        services.connect()
+        subscribers.connect()
         demo.register(seed_demo_channel)

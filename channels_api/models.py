@@ -6,10 +6,9 @@ import secrets
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
-from agents.models import Channel
-from delivery.models import Endpoint
+from agents.models import Channel, Message
+from delivery.models import Delivery, Endpoint
 from delivery.ssrf import validate_endpoint_url
 
 URL_PREFIX = "chat-api"
@@ -56,20 +55,23 @@ class ChatApiChannel(models.Model):
         """Where A3 agent messages are POSTed: ``{webhook URL}/<CHANNEL_PUBLIC_ID>``."""
         return f"{self.webhook_url.rstrip('/')}/{self.channel.public_id}"
 
+    @property
+    def idempotency_scope(self) -> str:
+        """The scope of this channel's A2 ``Idempotency-Key``s (``agents.idempotency``)."""
+        return f"chat-api:{self.channel_id}"
 
-class InboundRequest(models.Model):
-    """An A2 request seen with an ``Idempotency-Key``, and how it was answered."""
 
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=255)
-    status_code = models.PositiveSmallIntegerField(null=True)
-    response = models.JSONField(null=True)
-    created = models.DateTimeField(default=timezone.now, db_index=True)
+class MessageDelivery(models.Model):
+    """Which A3 delivery carried which message: one row per delivery.
 
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["channel", "key"], name="inbound_key_unique")
-        ]
+    Written with the delivery (``services.send_message``); a message sent
+    again by hand has one row per delivery, the newest last.
+    """
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    delivery = models.OneToOneField(
+        Delivery, on_delete=models.CASCADE, related_name="chat_api_message"
+    )
 
     def __str__(self) -> str:
-        return f"{self.key} → {self.status_code}"
+        return f"message {self.message_id} → delivery {self.delivery_id}"

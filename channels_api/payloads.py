@@ -14,9 +14,9 @@ MEDIA_FIELDS = (
 BOT_NAME = "Bot"
 
 
-def _sender(agent: Agent | None) -> dict[str, str]:
+def _sender(agent: Agent | None, bot_name: str = "") -> dict[str, str]:
     if agent is None:
-        return {"name": BOT_NAME}
+        return {"name": bot_name or BOT_NAME}
     sender = {"name": agent.name}
     if agent.photo_url:
         sender["photo"] = agent.photo_url
@@ -33,7 +33,8 @@ def agent_message(message: Message) -> dict[str, Any] | None:
     """The A3 body for an agent or bot message; None when the channel cannot show it.
 
     Markdown and buttons go out as their plain ``text`` fallback; without one
-    the message is not sent to this channel (spec B, Message kinds).
+    the message is not sent to this channel (spec B, Message kinds). A bot
+    message's ``sender.name`` is the bot's display name, "Bot" when it has none.
     """
     body: dict[str, Any] = {"id": str(message.pk)}
     if message.type in ("markdown", "buttons"):
@@ -54,7 +55,7 @@ def agent_message(message: Message) -> dict[str, Any] | None:
     else:
         body.update(type="text", text=message.text)
     return {
-        "sender": _sender(message.agent),
+        "sender": _sender(message.agent, bot_name=message.sender_name),
         "recipient": _recipient(message.chat.client),
         "message": body,
     }

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from agents.content import ContentError, clean_content, is_http_url
 from agents.models import Message
+from channels_api.services import UserMessage
 
 TEXT_LIMIT = 1000
 TYPING_TYPES = ("typein", "typeout")
@@ -89,6 +90,17 @@ class MessageIn(serializers.Serializer[Any]):
 class UserMessageIn(serializers.Serializer[Any]):
     sender = SenderIn()
     message = MessageIn()
+
+    def user_message(self) -> UserMessage:
+        """The validated body as ``services.receive_user_message`` takes it."""
+        message = self.validated_data["message"]
+        return UserMessage(
+            sender_id=self.validated_data["sender"]["id"],
+            contact=self.contact(),
+            type=message["type"],
+            message_id=str(message.get("id") or ""),
+            content=message.get("content"),
+        )
 
     def contact(self) -> dict[str, str]:
         """The sender's contact fields, in the core's names."""

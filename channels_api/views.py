@@ -2,7 +2,9 @@
 
 The endpoint URL is the credential (spec, Authentication 1); there is no
 session and no CSRF token, so the views are CSRF-exempt, and every answer
-that is not A1's integer or A2's result is the error body.
+that is not A1's integer or A2's result is the error body. Status codes live
+here and nowhere else in the app: a verb's refusal is a ``ChatApiError``,
+answered as ``REFUSALS`` says.
 """
 
 from __future__ import annotations
@@ -13,22 +15,29 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.api.errors import allow_methods, error_response, validation_message
 from agents.api.parsers import loads
 from channels_api import ratelimit
+from channels_api.models import ChatApiChannel
+from channels_api.selectors import channel_for_path, channel_status, idempotency_key_seen
 from channels_api.serializers import UserMessageIn
 from channels_api.services import (
-    Refused,
-    UserMessage,
-    channel_for_path,
-    channel_status,
+    ChannelSwitchedOff,
+    ChatApiError,
+    ClientBlacklisted,
     receive_user_message,
-    remembered_answer,
 )
+from config.api_errors import allow_methods, error_response, validation_message
 
 logger = logging.getLogger(__name__)
 
 NO_CHANNEL = "no channel with that identifier"
+OK = {"result": "ok"}
+# Status of each refusal (docs/chat-api.md, "Answers"); the code is the
+# status's own (config.api_errors.CODES), the message the error's.
+REFUSALS: dict[type[ChatApiError], int] = {
+    ChannelSwitchedOff: 403,
+    ClientBlacklisted: 403,
+}
 
 
 @csrf_exempt  # so a POST is answered 405 with the error body, not a CSRF page
@@ -48,6 +57,26 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
     chat_api = channel_for_path(path_secret=path_secret, public_id=public_id)
     if chat_api is None:
         return error_response(404, NO_CHANNEL)
+    if (refusal := _refusal(request, chat_api)) is not None:
+        return refusal
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if key and idempotency_key_seen(chat_api=chat_api, key=key):
+        return JsonResponse(OK)  # a retry of a request acted on: answered as the first
+    try:
+        parsed = UserMessageIn(data=loads(request.body))
+    except ValueError as error:
+        return error_response(400, f"the body is not valid JSON: {error}")
+    if not parsed.is_valid():
+        return error_response(400, validation_message(parsed.errors))
+    try:
+        receive_user_message(chat_api=chat_api, message=parsed.user_message(), idempotency_key=key)
+    except ChatApiError as error:
+        return error_response(REFUSALS[type(error)], error.message)
+    return JsonResponse(OK)
+
+
+def _refusal(request: HttpRequest, chat_api: ChatApiChannel) -> HttpResponse | None:
+    """The answer to a request refused before its body is parsed, or None."""
     limit = settings.CHAT_API_MAX_BODY_BYTES
     declared = request.META.get("CONTENT_LENGTH") or "0"
     if not declared.isascii() or not declared.isdigit():
@@ -58,34 +87,9 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
         response = error_response(429, "too many requests for this channel; retry shortly")
         response["Retry-After"] = "1"
         return response
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if len(key) > 255:
+    if len(request.headers.get("Idempotency-Key", "").strip()) > 255:
         return error_response(400, "Idempotency-Key is longer than 255 characters")
-    if key and (seen := remembered_answer(chat_api=chat_api, key=key)):
-        return JsonResponse(seen.body, status=seen.status)
-    try:
-        data = loads(request.body)
-    except ValueError as error:
-        return error_response(400, f"the body is not valid JSON: {error}")
-    parsed = UserMessageIn(data=data)
-    if not parsed.is_valid():
-        return error_response(400, validation_message(parsed.errors))
-    message = parsed.validated_data["message"]
-    try:
-        answer = receive_user_message(
-            chat_api=chat_api,
-            message=UserMessage(
-                sender_id=parsed.validated_data["sender"]["id"],
-                contact=parsed.contact(),
-                type=message["type"],
-                message_id=str(message.get("id") or ""),
-                content=message.get("content"),
-            ),
-            idempotency_key=key,
-        )
-    except Refused as refused:
-        return error_response(refused.status, refused.message, refused.code)
-    return JsonResponse(answer.body, status=answer.status)
+    return None
 
 
 @csrf_exempt
@@ -93,4 +97,4 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
 def demo_integrator(request: HttpRequest, public_id: str) -> HttpResponse:
     """A stand-in integrator for the demo channel (DEBUG only): accepts A3 and logs it."""
     logger.info("demo_integrator.received channel=%s body=%s", public_id, request.body[:500])
-    return JsonResponse({"result": "ok"})
+    return JsonResponse(OK)

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents.models import Chat, Client, Message
-from channels_api.models import InboundRequest
-from channels_api.tasks import forget_idempotency_keys
+from agents.models import Chat, Client, IdempotencyKey, Message
+from agents.tasks import forget_idempotency_keys
 from tests.channels_api.conftest import Integrator
 
 pytestmark = pytest.mark.django_db
@@ -114,9 +113,12 @@ def test_old_idempotency_keys_are_forgotten(integrator: Integrator, settings: An
     body = {"sender": {"id": "u"}, "message": {"type": "text", "text": "once"}}
     integrator.post(body, **{"Idempotency-Key": "old"})
     integrator.post(body, **{"Idempotency-Key": "new"})
-    InboundRequest.objects.filter(key="old").update(
+    IdempotencyKey.objects.filter(key="old").update(
         created=timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS + 1)
     )
 
     assert forget_idempotency_keys() == 1
-    assert list(InboundRequest.objects.values_list("key", flat=True)) == ["new"]
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]
+    integrator.post(body, **{"Idempotency-Key": "old"})
+    integrator.post(body, **{"Idempotency-Key": "new"})
+    assert Message.objects.count() == 3  # a forgotten key is acted on again

@@ -301,6 +301,34 @@ def test_a_retry_with_the_same_idempotency_key_is_stored_once(integrator: Integr
     assert Message.objects.count() == 2
 
 
+def test_a_refused_request_does_not_keep_its_idempotency_key(
+    integrator: Integrator, chat_api: ChatApiChannel
+) -> None:
+    body = {"sender": {"id": "u"}, "message": {"type": "text", "text": "once"}}
+    chat_api.channel.is_active = False
+    chat_api.channel.save()
+    assert integrator.post(body, **{"Idempotency-Key": "req-1"}).status_code == 403
+
+    chat_api.channel.is_active = True
+    chat_api.channel.save()
+    again = integrator.post(body, **{"Idempotency-Key": "req-1"})
+
+    assert (again.status_code, again.json()) == (200, {"result": "ok"})
+    assert Message.objects.count() == 1
+
+
+def test_a_retry_is_answered_as_the_first_even_if_its_body_went_bad(
+    integrator: Integrator,
+) -> None:
+    body = {"sender": {"id": "u"}, "message": {"type": "text", "text": "once"}}
+    integrator.post(body, **{"Idempotency-Key": "req-1"})
+
+    again = integrator.post({"message": {}}, **{"Idempotency-Key": "req-1"})
+
+    assert (again.status_code, again.json()) == (200, {"result": "ok"})
+    assert Message.objects.count() == 1
+
+
 def test_message_ids_repeat_freely_unless_the_channel_says_they_are_unique(
     integrator: Integrator, chat_api: ChatApiChannel
 ) -> None:

@@ -12,7 +12,8 @@ from agents import services
 from agents.content import Content
 from agents.models import Agent, Chat, Message
 from channels_api.models import ChatApiChannel
-from channels_api.services import create_chat_api_channel, deliveries_of
+from channels_api.selectors import deliveries_of
+from channels_api.services import create_chat_api_channel
 from delivery.models import Delivery
 from tests.channels_api.conftest import Integrator
 from tests.delivery.target import Reply, Target, drive
@@ -138,25 +139,59 @@ def test_any_non_error_2xx_is_delivered(agent: Agent, target: Target, reply: str
     assert sent(message).status == "delivered"
 
 
-def test_bot_markdown_goes_out_as_its_text_fallback(agent: Agent, target: Target) -> None:
-    chat_api = make_channel(agent, target)
-    Integrator(chat_api).say("hi")
-    chat = Chat.objects.get()
+def bot_chat(chat_api: ChatApiChannel, sender_id: Any = 77) -> Chat:
+    """A chat the bot has (no client message: with no bot attached to the
+    channel, one would hand the chat over to the agents)."""
+    client = services.get_or_create_client(channel=chat_api.channel, external_id=sender_id)
+    return services.open_chat(client=client, state=Chat.State.BOT)
 
-    with_text = services.post_bot_message(
+
+def test_bot_markdown_goes_out_as_its_text_fallback(agent: Agent, target: Target) -> None:
+    chat = bot_chat(make_channel(agent, target))
+
+    message = services.post_bot_message(
         chat=chat, content=Content("markdown", "Plain", {"content": "**Bold**"})
     )
-    without = services.post_bot_message(
-        chat=chat, content=Content("markdown", "", {"content": "**Only md**"})
+
+    assert sent(message).status == "delivered"
+    body = json.loads(target.received[0].body)
+    assert body == {
+        "sender": {"name": "Bot"},
+        "recipient": {"id": 77},
+        "message": {"type": "text", "id": str(message.pk), "text": "Plain"},
+    }
+    message.refresh_from_db()
+    assert message.delivery_status == "delivered"
+
+
+def test_a_bot_message_carries_the_bots_name(agent: Agent, target: Target) -> None:
+    chat = bot_chat(make_channel(agent, target))
+
+    message = services.post_bot_message(
+        chat=chat, content=text("Hello, I am Ada"), sender_name="Ada the helper"
     )
 
-    sent(with_text)
-    body = json.loads(target.received[0].body)
-    assert body["sender"] == {"name": "Bot"}
-    assert body["message"] == {"type": "text", "id": str(with_text.pk), "text": "Plain"}
-    without.refresh_from_db()
-    assert without.delivery_status == "failed" and "plain text" in without.delivery_error
+    sent(message)
+    assert json.loads(target.received[0].body)["sender"] == {"name": "Ada the helper"}
+
+
+def test_a_bot_message_without_a_text_fallback_is_noted_not_sent(
+    agent: Agent, target: Target
+) -> None:
+    chat = bot_chat(make_channel(agent, target))
+
+    without = services.post_bot_message(
+        chat=chat, content=Content("buttons", "", {"buttons": [{"text": "Yes"}]})
+    )
+
     assert not deliveries_of(message_id=without.pk).exists()
+    assert not Delivery.objects.exists()
+    without.refresh_from_db()
+    assert without.delivery_status == Message.Delivery.NONE
+    note = chat.messages.get(author=Message.Author.SYSTEM)
+    assert note.created >= without.created
+    assert "not sent to this channel" in note.text
+    assert "plain text only" in note.text and "no text fallback" in note.text
 
 
 def test_client_messages_are_not_sent_back(agent: Agent, target: Target) -> None:

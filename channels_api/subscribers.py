@@ -1,0 +1,81 @@
+"""Reactions of the Chat API channels to the core's events (``agents/events.py``)
+and to the outcome of their A3 deliveries. ``connect()`` runs in
+``AppConfig.ready()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import events
+from agents import services as chats
+from agents.models import Agent, Chat, Message
+from channels_api import selectors, services
+from channels_api.models import MessageDelivery
+from delivery import handlers
+from delivery import services as delivery
+from delivery.models import Delivery
+
+
+def connect() -> None:
+    """Subscribe to the core's events and to delivery results."""
+    events.subscribe(events.MessagePosted, on_message_posted)
+    events.subscribe(events.MessageRetryRequested, on_retry_requested)
+    events.subscribe(events.TypingChanged, on_typing_changed)
+    handlers.register(services.MESSAGE_PURPOSE, on_success=on_delivered, on_failure=on_failed)
+
+
+def _message(message_id: int) -> Message:
+    return Message.objects.select_related("agent", "chat__client").get(pk=message_id)
+
+
+def on_message_posted(event: events.MessagePosted) -> None:
+    """An agent's or the bot's message goes out to the integrator (A3)."""
+    if event.author not in (Message.Author.AGENT, Message.Author.BOT):
+        return
+    chat_api = selectors.chat_api_of_chat(chat_id=event.chat_id)
+    if chat_api is not None:
+        services.send_message(chat_api=chat_api, message=_message(event.message_id))
+
+
+def on_retry_requested(event: events.MessageRetryRequested) -> None:
+    """The agent sends a message again: its failed delivery is redelivered
+    (same ``webhook-id``), otherwise a new one is enqueued."""
+    chat_api = selectors.chat_api_of_chat(chat_id=event.chat_id)
+    if chat_api is None:
+        return
+    last = selectors.deliveries_of(message_id=event.message_id).first()
+    if last is not None and last.status in (Delivery.Status.FAILED, Delivery.Status.DROPPED):
+        delivery.redeliver(delivery=last)
+    else:
+        services.send_message(chat_api=chat_api, message=_message(event.message_id))
+
+
+def on_typing_changed(event: events.TypingChanged) -> None:
+    if event.who != "agent" or event.agent_id is None:
+        return
+    chat_api = selectors.chat_api_of_chat(chat_id=event.chat_id)
+    if chat_api is None:
+        return
+    services.send_typing(
+        chat_api=chat_api,
+        chat=Chat.objects.select_related("client").get(pk=event.chat_id),
+        agent=Agent.objects.get(pk=event.agent_id),
+        typing=event.typing,
+    )
+
+
+def _message_of(item: Delivery) -> Message | None:
+    link = MessageDelivery.objects.select_related("message").filter(delivery=item).first()
+    return link.message if link else None
+
+
+def on_delivered(item: Delivery, reply: Any) -> None:
+    message = _message_of(item)
+    if message is not None:
+        chats.mark_message_delivery(message=message, status=Message.Delivery.DELIVERED)
+
+
+def on_failed(item: Delivery, error: str) -> None:
+    message = _message_of(item)
+    if message is not None:
+        chats.mark_message_delivery(message=message, status=Message.Delivery.FAILED, error=error)
