@@ -5,6 +5,7 @@ With no ``DATABASE_URL`` the database is a SQLite file under ``var/``; with no
 cache, so ``make run`` needs no server besides Python.
 """
 
+import hashlib
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -279,9 +280,14 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "finish-inactive-chats": {"task": "agents.tasks.finish_inactive_chats", "schedule": 600.0},
     "forget-rate-limit-hits": {"task": "agents.tasks.forget_rate_limit_hits", "schedule": 3600.0},
     "forget-idempotency-keys": {
-        "task": "channels_api.tasks.forget_idempotency_keys",
+        "task": "agents.tasks.forget_idempotency_keys",
         "schedule": 3600.0,
     },
+}
+CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = {
+    "task": "bots.tasks.hand_over_silent_chats",
+    "schedule": 5.0,
+    "options": {"expires": 5.0},
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -296,8 +302,24 @@ INACTIVE_CHAT_HOURS = env.int("INACTIVE_CHAT_HOURS", default=24)
 # channel carries all of an integrator's customers, so the default is generous.
 CHAT_API_RATE_LIMIT_PER_SECOND = env.int("CHAT_API_RATE_LIMIT_PER_SECOND", default=1000)
 CHAT_API_MAX_BODY_BYTES = env.int("CHAT_API_MAX_BODY_BYTES", default=64 * 1024)
-# How long a retry with the same Idempotency-Key is answered as the first time.
+# How long a retry with the same Idempotency-Key (A2, B2) is answered as the first time.
 IDEMPOTENCY_KEY_HOURS = env.int("IDEMPOTENCY_KEY_HOURS", default=24)
+
+# --- Bot API ---------------------------------------------------------------
+# A provider that acknowledged a CLIENT_MESSAGE and then neither answers nor
+# invites an agent within this many seconds loses the chat to the agents.
+BOT_REPLY_TIMEOUT_SECONDS = env.int("BOT_REPLY_TIMEOUT_SECONDS", default=30)
+# B2 requests one provider may make in any one second (0: no limit).
+BOT_API_RATE_LIMIT_PER_SECOND = env.int("BOT_API_RATE_LIMIT_PER_SECOND", default=200)
+BOT_API_MAX_BODY_BYTES = env.int("BOT_API_MAX_BODY_BYTES", default=64 * 1024)
+# The envelope's site_id: digits naming this installation to bot providers.
+# By default derived from SECRET_KEY (a hash: it reveals nothing of the key).
+INSTALLATION_ID = env.str(
+    "INSTALLATION_ID",
+    default=str(int(hashlib.sha256(f"installation:{SECRET_KEY}".encode()).hexdigest(), 16) % 10**9),
+)
+if not INSTALLATION_ID.isascii() or not INSTALLATION_ID.isdigit():
+    raise ImproperlyConfigured("INSTALLATION_ID must be a string of digits")
 
 # --- i18n, static ---------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -41,6 +41,9 @@ def published() -> Iterator[list[events.Event]]:
         events.unsubscribe(kind, seen.append)
 
 
+WORKER_BOT_REPLY_TIMEOUT = 3
+
+
 @pytest.fixture(scope="session")
 def celery_worker(
     django_db_setup: None, django_db_blocker: pytest.FixtureRequest
@@ -50,7 +53,8 @@ def celery_worker(
 
     with django_db_blocker.unblock():  # type: ignore[attr-defined]
         app.control.purge()
-        worker = Worker().start()
+        # A bot's reply timeout short enough to be seen passing in a test.
+        worker = Worker(env={"BOT_REPLY_TIMEOUT_SECONDS": str(WORKER_BOT_REPLY_TIMEOUT)}).start()
     yield worker
     worker.stop()
 

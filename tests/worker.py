@@ -37,15 +37,27 @@ def test_database_url() -> str:
 
 
 class Worker:
-    def __init__(self, *, queues: str = "default,delivery", concurrency: int = 8) -> None:
+    def __init__(
+        self,
+        *,
+        queues: str = "default,delivery",
+        concurrency: int = 8,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.queues = queues
+        self.env = env or {}
         self.concurrency = concurrency
         self.name = f"test-{uuid.uuid4().hex[:8]}@%h"
         self.log_path = Path(settings.VAR_DIR) / f"worker-{uuid.uuid4().hex[:8]}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60) -> Worker:
-        env = {**os.environ, "DATABASE_URL": test_database_url(), "VAR_DIR": str(settings.VAR_DIR)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": test_database_url(),
+            "VAR_DIR": str(settings.VAR_DIR),
+            **self.env,
+        }
         command = [
             sys.executable, "-m", "celery", "-A", "config", "worker",
             "-Q", self.queues, "-P", "threads", "-c", str(self.concurrency),

@@ -214,14 +214,22 @@ def test_a_body_that_never_arrives_is_answered_408_and_the_connection_closed(
     assert closed is not None
 
 
+@pytest.mark.parametrize(
+    ("path", "declared"),
+    [
+        ("/chat-api/x/y", 300_000_000),
+        ("/webhooks/x/y", 300_000_000),
+        ("/webhooks/x/y", 64 * 1024 + 1),  # B2's limit, far under Django's 2.5 MB
+    ],
+)
 def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent(
-    patient_server: WebServer,
+    patient_server: WebServer, path: str, declared: int
 ) -> None:
-    # Given a request to the Chat API that declares 300 MB (its limit is 64 KiB)
+    # Given a request to the Chat API or the Bot API that declares a body over its limit
     with connect(patient_server) as sock:
         sock.sendall(
-            b"POST /chat-api/x/y HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            b"Content-Type: application/json\r\nContent-Length: 300000000\r\n\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
+            + f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n".encode()
         )
         # When not a byte of the body has been sent, the answer is already there
         status_line, body = read_response(sock)

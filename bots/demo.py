@@ -1,0 +1,96 @@
+"""Demo data for ``seed_demo``: the example bot provider on a Chat API channel.
+
+The provider's endpoint is where ``make run`` starts docs/examples/bot_provider.py
+(``EXAMPLE_BOT_URL``, by default http://127.0.0.1:8010). A loopback address
+is a private target: allowed while ``WEBHOOK_ALLOW_PRIVATE_NETWORKS`` is on
+(by default in DEBUG), refused otherwise, and then the bot demo is left out
+and the description says why.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from agents.models import Agent
+from bots import services
+from bots.models import BotAttachment, BotProvider
+from channels_api.models import ChatApiChannel
+from channels_api.services import create_chat_api_channel
+
+PROVIDER_NAME = "Example bot"
+CHANNEL_NAME = "Demo with bot"
+# The same on every seed, so a restarted example bot keeps working.
+DEMO_TOKEN = "example-bot-demo-token"  # noqa: S105 (demo data, printed by seed_demo)
+DEFAULT_URL = "http://127.0.0.1:8010"
+
+
+def example_bot_url() -> str:
+    return os.environ.get("EXAMPLE_BOT_URL", "").strip() or DEFAULT_URL
+
+
+def _provider(url: str) -> BotProvider:
+    provider = BotProvider.objects.filter(name=PROVIDER_NAME).first()
+    if provider is None:
+        return services.create_bot_provider(
+            name=PROVIDER_NAME, endpoint_url=url, display_name="Example Bot"
+        )
+    if provider.endpoint_url != url or not provider.is_active:
+        provider = services.update_bot_provider(
+            provider=provider,
+            name=provider.name,
+            endpoint_url=url,
+            display_name=provider.display_name,
+            active=True,
+        )
+    return provider
+
+
+def _channel(agents: list[Agent]) -> ChatApiChannel:
+    chat_api = ChatApiChannel.objects.filter(channel__name=CHANNEL_NAME).first()
+    if chat_api is None:
+        chat_api, _secret = create_chat_api_channel(
+            name=CHANNEL_NAME,
+            webhook_url=f"{settings.PUBLIC_URL}/demo/integrator",
+            agents=agents,
+        )
+    return chat_api
+
+
+def seed_demo_bot(agents: list[Agent]) -> list[dict[str, Any]]:
+    """The example provider attached, with ``DEMO_TOKEN``, to its own Chat API channel."""
+    url = example_bot_url()
+    try:
+        provider = _provider(url)
+    except (ValidationError, services.BotError) as error:
+        reason = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
+        return [{"kind": "bot", "name": CHANNEL_NAME, "skipped": f"{url}: {reason}"}]
+    chat_api = _channel(agents)
+    attachment = BotAttachment.objects.filter(channel=chat_api.channel).first()
+    secret = None
+    if (
+        attachment is None
+        or attachment.provider_id != provider.pk
+        or attachment.token != DEMO_TOKEN
+        or not attachment.is_active
+    ):
+        attachment, secret = services.attach_bot(
+            channel=chat_api.channel, provider=provider, token=DEMO_TOKEN
+        )
+    return [
+        {
+            "kind": "bot",
+            "name": CHANNEL_NAME,
+            "public_id": chat_api.channel.public_id,
+            "endpoint_url": chat_api.endpoint_url,
+            "status_url": chat_api.status_url,
+            "provider": provider.name,
+            "provider_endpoint": url,
+            "webhook_url_prefix": provider.webhook_url_prefix,
+            "token": DEMO_TOKEN,
+            "signing_secret": secret or "(shown when first attached; rotate it in the admin)",
+        }
+    ]
