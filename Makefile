@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 export PUBLIC_URL ?= http://$(HOST):$(PORT)
+# The example bot provider (docs/examples/bot_provider.py) that `make run` starts;
+# seed_demo attaches it to the "Demo with bot" channel at this URL.
+BOT_PORT ?= 8010
+export EXAMPLE_BOT_URL ?= http://$(HOST):$(BOT_PORT)
+DEMO_DIR := $(or $(VAR_DIR),var)
 
 .PHONY: run test screenshots lint format bench clean chromium
 
@@ -18,13 +23,25 @@ $(STAMP): pyproject.toml constraints.txt
 
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py seed_demo
+	@mkdir -p $(DEMO_DIR)
+	$(PY) manage.py seed_demo > $(DEMO_DIR)/demo.json
+	@cat $(DEMO_DIR)/demo.json
+	@$(PY) -c "import json, sys; bots = [c for c in json.load(sys.stdin)['channels'] \
+	  if c['kind'] == 'bot' and 'token' in c]; \
+	  print(*(bots and [bots[0]['webhook_url_prefix'], bots[0]['token']]))" \
+	  < $(DEMO_DIR)/demo.json > $(DEMO_DIR)/demo-bot.args
 	@echo
 	@echo "Switchboard: http://$(HOST):$(PORT)/  (admin /admin/, agent API /api/agent/v1/, docs /api/docs/)"
-	@echo "Logins are printed above. Ctrl-C stops web, worker and beat."
+	@echo "Example bot: $(EXAMPLE_BOT_URL)/<token>, on the channel \"Demo with bot\" (docs/bot-api.md)"
+	@echo "Logins are printed above. Ctrl-C stops web, worker, beat and the example bot."
 	@bash -c 'pids=""; \
 	  stop() { trap - INT TERM EXIT; kill -TERM $$pids 2>/dev/null; wait; }; \
 	  trap stop INT TERM EXIT; \
+	  read -r prefix token < $(DEMO_DIR)/demo-bot.args; \
+	  if [ -n "$$token" ]; then \
+	    $(PY) docs/examples/bot_provider.py --host $(HOST) --port $(BOT_PORT) \
+	      --webhook-url-prefix "$$prefix" --token "$$token" & pids="$$pids $$!"; \
+	  else echo "the example bot is not started: see the bot entry of seed_demo above"; fi; \
 	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m gunicorn -c config/gunicorn.py config.asgi:application \
