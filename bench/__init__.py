@@ -1,0 +1,1 @@
+"""Benchmarks: each file runs on its own (`make bench` runs them all)."""
