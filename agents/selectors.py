@@ -51,6 +51,11 @@ def active_for_agent(*, agent: Agent) -> QuerySet[Chat]:
     return _with_first_message(chats.order_by("-accepted_at", "-id"))
 
 
+def with_bot_for_agent(*, agent: Agent) -> QuerySet[Chat]:
+    """Chats of my channels that a bot answers now, newest first (read-only: Reply takes over)."""
+    return _with_first_message(chats_for_agent(agent=agent, state=Chat.State.BOT))
+
+
 def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
     """The history of my channels, newest first; search by client name, email or text."""
     chats = chats_for_agent(agent=agent, state=Chat.State.FINISHED).order_by("-finished_at", "-id")

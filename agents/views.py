@@ -56,8 +56,11 @@ def _refused(request: HttpRequest, error: services.ServiceError, chat: Chat) -> 
 
 
 def _lists(agent: Agent) -> dict[str, Any]:
-    queue = list(selectors.queue_for_agent(agent=agent)[:100])
-    return {"queue": queue, "active": list(selectors.active_for_agent(agent=agent)[:100])}
+    return {
+        "queue": list(selectors.queue_for_agent(agent=agent)[:100]),
+        "active": list(selectors.active_for_agent(agent=agent)[:100]),
+        "with_bot": list(selectors.with_bot_for_agent(agent=agent)[:100]),
+    }
 
 
 def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:

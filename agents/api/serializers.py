@@ -73,6 +73,8 @@ class MessageOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     author = serializers.CharField()
     agent_name = serializers.CharField(source="agent.name", default=None)
+    # A bot message's author as clients see it: the provider's display name.
+    sender_name = serializers.CharField()
     type = serializers.CharField()
     text = serializers.CharField()
     payload = serializers.JSONField()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from collections.abc import Iterator
@@ -56,3 +57,13 @@ def screenshots(tmp_path: Path) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         return SCREENSHOTS
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _close_finished_threads_connections() -> Iterator[None]:
+    """The live server answers each request in a thread of its own; with
+    CONN_MAX_AGE a finished thread's database connection stays open until the
+    garbage collector frees it, and an open one stops the test database from
+    being dropped at the end."""
+    yield
+    gc.collect()

@@ -16,6 +16,7 @@ import requests
 from playwright.sync_api import Browser, Page, Request, expect
 
 from agents.models import Agent, Chat
+from bots.services import attach_bot, create_bot_provider
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
 from tests.delivery.target import Reply, Target
@@ -229,3 +230,58 @@ def test_an_open_page_asks_at_most_once_a_second(
     page.on("request", count)
     page.wait_for_timeout(5000)
     assert 3 <= len(polls) <= 6, polls  # about one a second, whatever the number of chats
+
+
+def test_a_bot_chat_shows_live_and_the_agent_takes_it_over(
+    page: Page, live_server: Any, chat_api: ChatApiChannel, target: Target,
+    celery_worker: Worker,
+) -> None:  # fmt: skip
+    provider_server = Target("127.0.0.1").start()
+    try:
+        provider = create_bot_provider(
+            name="Acme bots", endpoint_url=provider_server.url("/bot"), display_name="Acme Bot"
+        )
+        attach_bot(channel=chat_api.channel, provider=provider, token="e2e-bot-token-0123")
+        sign_in(page)
+        page.get_by_test_id("status").click()
+        expect(page.get_by_test_id("status")).to_have_text("Online")
+
+        # A customer writes: the bot has the chat, and the agent sees it live, read-only.
+        Integrator(live_server.url, chat_api).post(
+            {"id": 601, "name": "Bo Chen"}, {"type": "text", "text": "Where is my refund?"}
+        )
+        with_bot = page.get_by_test_id("bot-chat")
+        expect(with_bot).to_contain_text("Bo Chen", timeout=LIVE)
+        expect(page.get_by_test_id("queued-chat")).to_have_count(0)
+        provider_server.wait_for(1)
+        asked = json.loads(provider_server.received[0].body)
+        assert asked["event"] == "CLIENT_MESSAGE"
+        with_bot.click()
+        expect(page.locator(".closed")).to_contain_text("A bot answers this chat")
+
+        # The bot answers: the open chat shows it under the bot's name.
+        answer = requests.post(
+            f"{live_server.url}/webhooks/{provider.provider_id}/e2e-bot-token-0123",
+            json={
+                "event": "BOT_MESSAGE",
+                "id": asked["id"],
+                "client_id": asked["client_id"],
+                "chat_id": asked["chat_id"],
+                "message": {"type": "TEXT", "text": "Refunds take 5 days."},
+            },
+            timeout=5,
+        )
+        assert answer.json() == {"result": "ok"}
+        bot_message = page.locator(".msg-bot").last
+        expect(bot_message).to_contain_text("Refunds take 5 days.", timeout=LIVE)
+        expect(bot_message.locator(".author")).to_contain_text("Acme Bot")
+
+        # Reply takes it over: the composer appears and the bot is told.
+        page.get_by_test_id("reply").click()
+        expect(page.get_by_label("Reply")).to_be_visible()
+        expect(page.get_by_test_id("bot-chat")).to_have_count(0, timeout=LIVE)
+        provider_server.wait_for(2)
+        assert json.loads(provider_server.received[1].body)["event"] == "AGENT_JOINED"
+        assert Chat.objects.get().state == Chat.State.ACTIVE
+    finally:
+        provider_server.stop()
