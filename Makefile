@@ -76,6 +76,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/chat_api_inbound.py
+	$(PY) bench/bot_api_inbound.py
 	$(PY) bench/delivery_isolation.py
 
 clean:
