@@ -286,12 +286,10 @@ def receive_event(
     *, attachments: list[BotAttachment], request: BotRequest, idempotency_key: str = ""
 ) -> None:
     """Act on a B2 event. A repeated ``Idempotency-Key`` changes nothing."""
-    attachment = _attachment_for_chat(attachments, request)
+    attachment, chat = _attachment_and_locked_chat(attachments, request)
     scope = f"bot-api:{attachment.provider_id}"
     if idempotency_key and not idempotency.claim(scope=scope, key=idempotency_key):
         return
-    locked = Chat.objects.select_for_update(of=("self",)).select_related("channel", "client")
-    chat = locked.get(pk=request.chat_id)
     if request.event == "CLIENT_INFO":
         chats.update_client_contact(client=chat.client, contact=request.contact)
     elif request.event == "INVITE_AGENT":
@@ -302,19 +300,27 @@ def receive_event(
     logger.info("bots.event_received chat=%s event=%s", chat.pk, request.event)
 
 
-def _attachment_for_chat(attachments: list[BotAttachment], request: BotRequest) -> BotAttachment:
+def _attachment_and_locked_chat(
+    attachments: list[BotAttachment], request: BotRequest
+) -> tuple[BotAttachment, Chat]:
+    """The attachment the event's chat belongs to, and the chat, locked: one query."""
     if not attachments:
         raise UnknownBot("unknown provider id and token")
     if not attachments[0].provider.is_active:
         raise BotSwitchedOff("the bot provider is switched off")
     by_channel = {attachment.channel_id: attachment for attachment in attachments}
-    chat = Chat.objects.filter(pk=request.chat_id, channel_id__in=by_channel).first()
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("channel", "client")
+        .filter(pk=request.chat_id, channel_id__in=by_channel)
+        .first()
+    )
     if chat is None or (request.client_id is not None and chat.client_id != request.client_id):
         raise ChatNotFound(f"no chat {request.chat_id} of this client on this bot's channels")
     attachment = by_channel[chat.channel_id]
     if not attachment.is_active:
         raise BotSwitchedOff("the bot is switched off on this channel")
-    return attachment
+    return attachment, chat
 
 
 def _refuse_unless_with_bot(chat: Chat) -> None:
