@@ -20,16 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -37,7 +32,7 @@ CHATS = 200
 TOKEN = "bench-bot-token"
 
 sys.path.insert(0, str(ROOT))
-from bench.chat_api_inbound import free_port, manage  # noqa: E402
+from bench.chat_api_inbound import manage, post_many  # noqa: E402
 
 
 def seed() -> dict[str, Any]:
@@ -99,33 +94,7 @@ def run(
     env: dict[str, str], path: str, body: Callable[[int], dict[str, Any]], messages: int,
     clients: int,
 ) -> dict[str, float]:  # fmt: skip
-    port = free_port()
-    server = subprocess.Popen(
-        [PY, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.asgi:application",
-         "--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"}, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                requests.get(f"{base}/webhooks/x/y", timeout=5)
-                break
-            except requests.RequestException:
-                time.sleep(0.1)
-        session = requests.Session()
-        session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=clients))
-
-        def post(i: int) -> int:
-            return session.post(f"{base}{path}", json=body(i), timeout=30).status_code
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(clients) as pool:
-            codes = list(pool.map(post, range(messages)))
-        elapsed = time.perf_counter() - started
-    finally:
-        server.terminate()
-        server.wait(10)
+    codes, elapsed = post_many(env, path, body, messages, clients)
     ok = codes.count(200)
     return {"ok": ok, "other": len(codes) - ok, "per_second": ok / elapsed}
 

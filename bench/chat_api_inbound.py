@@ -21,8 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -42,7 +44,13 @@ def manage(env: dict[str, str], *args: str) -> str:
     ).stdout
 
 
-def run(env: dict[str, str], endpoint_path: str, messages: int, clients: int) -> dict[str, float]:
+def post_many(
+    env: dict[str, str], path: str, body: Callable[[int], dict[str, Any]], messages: int,
+    clients: int,
+) -> tuple[list[int], float]:  # fmt: skip
+    """Start the web process as production does (gunicorn, 2 uvicorn workers),
+    POST ``body(i)`` for each of ``messages`` from ``clients`` threads; return
+    the status codes and the seconds they took."""
     port = free_port()
     server = subprocess.Popen(
         [PY, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.asgi:application",
@@ -53,28 +61,30 @@ def run(env: dict[str, str], endpoint_path: str, messages: int, clients: int) ->
     try:
         for _ in range(100):
             try:
-                requests.get(f"{base}{endpoint_path}/status", timeout=5)
+                requests.get(f"{base}/", timeout=5)  # any answer: the server is up
                 break
             except requests.RequestException:
                 time.sleep(0.1)
         session = requests.Session()
-        adapter = requests.adapters.HTTPAdapter(pool_maxsize=clients)
-        session.mount("http://", adapter)
+        session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=clients))
 
         def post(i: int) -> int:
-            body = {
-                "sender": {"id": f"user-{i % 200}"},
-                "message": {"type": "text", "text": f"m{i}"},
-            }
-            return session.post(f"{base}{endpoint_path}", json=body, timeout=30).status_code
+            return session.post(f"{base}{path}", json=body(i), timeout=30).status_code
 
         started = time.perf_counter()
         with ThreadPoolExecutor(clients) as pool:
             codes = list(pool.map(post, range(messages)))
-        elapsed = time.perf_counter() - started
+        return codes, time.perf_counter() - started
     finally:
         server.terminate()
         server.wait(10)
+
+
+def run(env: dict[str, str], endpoint_path: str, messages: int, clients: int) -> dict[str, float]:
+    def body(i: int) -> dict[str, Any]:
+        return {"sender": {"id": f"user-{i % 200}"}, "message": {"type": "text", "text": f"m{i}"}}
+
+    codes, elapsed = post_many(env, endpoint_path, body, messages, clients)
     ok = codes.count(200)
     return {"ok": ok, "limited": codes.count(429), "other": len(codes) - ok - codes.count(429),
             "seconds": elapsed, "per_second": ok / elapsed}  # fmt: skip
