@@ -10,7 +10,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -35,7 +35,14 @@ class BotProviderForm(forms.ModelForm[BotProvider]):
 @admin.register(BotProvider)
 class BotProviderAdmin(admin.ModelAdmin[BotProvider]):
     form = BotProviderForm
-    list_display = ["name", "display_name", "endpoint_url", "is_active", "attachment_count"]
+    list_display = [
+        "name",
+        "display_name",
+        "endpoint_url",
+        "provider_id",
+        "is_active",
+        "attachment_count",
+    ]
     search_fields = ["name", "display_name", "endpoint_url"]
     readonly_fields = ["provider_id", "webhook_url_prefix_field"]
 
@@ -52,9 +59,12 @@ class BotProviderAdmin(admin.ModelAdmin[BotProvider]):
             ("Settings", {"fields": settings_}),
         ]
 
-    @admin.display(description="attachments")
+    def get_queryset(self, request: HttpRequest) -> QuerySet[BotProvider]:
+        return super().get_queryset(request).annotate(attachment_count=Count("attachments"))
+
+    @admin.display(description="attachments", ordering="attachment_count")
     def attachment_count(self, obj: BotProvider) -> int:
-        return obj.attachments.count()
+        return obj.attachment_count  # type: ignore[attr-defined]  # the annotation above
 
     @admin.display(description="Webhook URL prefix (B2: the provider adds its token)")
     def webhook_url_prefix_field(self, obj: BotProvider) -> SafeString:
