@@ -123,6 +123,46 @@ class ClientUpdated(Event):
     client_id: int
     chat_id: int | None
     fields: tuple[str, ...]
+    # Who changed them: "client" (the client or the integrator for them), "bot",
+    # or "crm" (the chat_accepted reply; the CRM is not told of its own change).
+    source: str = "client"
+
+
+@dataclass(frozen=True)
+class CrmPanelChanged(Event):
+    """The CRM side panel of a chat got new data (the chat_accepted reply)."""
+
+    chat_id: int
+
+
+@dataclass(frozen=True)
+class CrmAssignRequested(Event):
+    """An agent pressed the CRM's assign button: bind the client to the CRM card."""
+
+    chat_id: int
+    agent_id: int
+    crm_link: str
+
+
+@dataclass(frozen=True)
+class CallChanged(Event):
+    """A call was requested or its status changed (start, agent_connected, …)."""
+
+    call_id: int
+    status: str
+
+
+@dataclass(frozen=True)
+class OfflineMessageReceived(Event):
+    """A visitor left a message while no agent was online."""
+
+    offline_message_id: int
+
+
+@dataclass(frozen=True)
+class OfflineMessageHandled(Event):
+    offline_message_id: int
+    agent_id: int
 
 
 @dataclass(frozen=True)

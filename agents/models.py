@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import time as datetime_time
 from typing import Any, ClassVar
 
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
@@ -191,6 +192,8 @@ class Chat(models.Model):
     contact_info = models.JSONField(default=dict, blank=True)
     crm_link = models.URLField(max_length=1000, blank=True)
     enable_assign = models.BooleanField(default=False)
+    crm_page = models.JSONField(default=dict, blank=True)  # {url, title} from the CRM
+    crm_assigned_at = models.DateTimeField(null=True, blank=True)
     client_typing_until = models.DateTimeField(null=True, blank=True)
     agent_typing_until = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
@@ -312,3 +315,101 @@ class RateLimitHit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} @ {self.at}"
+
+
+class CallbackSettings(models.Model):
+    """When a channel takes callback requests (``agents.calls.availability``)."""
+
+    channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="callback")
+    enabled = models.BooleanField(default=False)
+    # ISO weekdays, 1 = Monday … 7 = Sunday.
+    working_days = models.JSONField(default=list, blank=True, help_text="e.g. [1, 2, 3, 4, 5]")
+    opens_at = models.TimeField(default=datetime_time(9, 0))
+    closes_at = models.TimeField(default=datetime_time(18, 0))
+    time_zone = models.CharField(max_length=64, default="UTC")
+
+    class Meta:
+        verbose_name_plural = "callback settings"
+
+    def __str__(self) -> str:
+        return f"callback settings of {self.channel}"
+
+
+class Call(models.Model):
+    """A phone call with a client: a callback request, or a call in or out."""
+
+    class Type(models.TextChoices):
+        CALLBACK = "callback", "Callback request"
+        INCOMING = "incoming", "Incoming"
+        OUTGOING = "outgoing", "Outgoing"
+
+    class Status(models.TextChoices):
+        START = "start", "Waiting for an agent"
+        AGENT_CONNECTED = "agent_connected", "Agent connected"
+        CLIENT_CONNECTED = "client_connected", "Client connected"
+        END = "end", "Ended"
+        ERROR = "error", "Failed"
+
+    OPEN_STATUSES: ClassVar[tuple[str, ...]] = (
+        Status.START,
+        Status.AGENT_CONNECTED,
+        Status.CLIENT_CONNECTED,
+    )
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="calls")
+    client = models.ForeignKey(
+        Client, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls"
+    )
+    chat = models.ForeignKey(
+        Chat, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls"
+    )
+    type = models.CharField(max_length=10, choices=Type.choices, default=Type.CALLBACK)
+    phone = models.CharField(max_length=40)
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=Status.START, db_index=True
+    )
+    reason = models.CharField(max_length=500, blank=True)
+    record_url = models.URLField(max_length=1000, blank=True)
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls"
+    )
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+    updated = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_type_display()} {self.phone} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
+
+
+class OfflineMessage(models.Model):
+    """What a visitor left while no agent was online (the offline form)."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="offline_messages")
+    client = models.ForeignKey(
+        Client, null=True, blank=True, on_delete=models.SET_NULL, related_name="offline_messages"
+    )
+    name = models.CharField(max_length=255, blank=True)
+    email = models.CharField(max_length=255, blank=True)
+    phone = models.CharField(max_length=40, blank=True)
+    description = models.TextField(blank=True)
+    message = models.TextField()
+    page_url = models.CharField(max_length=1000, blank=True)
+    page_title = models.CharField(max_length=500, blank=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+    handled_at = models.DateTimeField(null=True, blank=True)
+    handled_by = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"offline message {self.pk} from {self.name or self.email or self.phone}"

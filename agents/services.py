@@ -7,17 +7,32 @@ none of them writes chat state by itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator, validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import events, routing
+from agents import events, routing, telephony
 from agents.content import Content
-from agents.models import Agent, Channel, Chat, Client, Counter, Department, Message
+from agents.models import (
+    Agent,
+    Call,
+    CallbackSettings,
+    Channel,
+    Chat,
+    Client,
+    Counter,
+    Department,
+    Message,
+    OfflineMessage,
+)
 
 CONTACT_FIELDS = ("name", "phone", "email", "photo_url", "url", "invite_text", "description")
 VISITOR_COUNTER = "visitor_number"
@@ -102,8 +117,13 @@ def get_or_create_client(
 
 
 @transaction.atomic
-def update_client_contact(*, client: Client, contact: Mapping[str, str]) -> list[str]:
-    """Set the given non-empty contact fields; publish ClientUpdated when any changed."""
+def update_client_contact(
+    *, client: Client, contact: Mapping[str, str], source: str = "client"
+) -> list[str]:
+    """Set the given non-empty contact fields; publish ClientUpdated when any changed.
+
+    ``source`` says who changed them: "client", "bot" or "crm".
+    """
     changed = [
         field
         for field, value in contact.items()
@@ -117,7 +137,10 @@ def update_client_contact(*, client: Client, contact: Mapping[str, str]) -> list
     chat = _open_chat_of(client)
     events.publish(
         events.ClientUpdated(
-            client_id=client.pk, chat_id=chat.pk if chat else None, fields=tuple(changed)
+            client_id=client.pk,
+            chat_id=chat.pk if chat else None,
+            fields=tuple(changed),
+            source=source,
         )
     )
     return changed
@@ -390,3 +413,228 @@ def mark_message_delivery(*, message: Message, status: str, error: str = "") -> 
         events.MessageDeliveryChanged(chat_id=message.chat_id, message_id=message.pk, status=status)
     )
     return message
+
+
+# --- the CRM side panel -----------------------------------------------------
+
+
+@transaction.atomic
+def set_crm_panel(
+    *,
+    chat: Chat,
+    custom_data: list[dict[str, str]],
+    contact_info: Mapping[str, str],
+    crm_link: str,
+    enable_assign: bool,
+    page: Mapping[str, str],
+) -> Chat:
+    """Show the CRM's answer to the agent (the chat_accepted reply, already
+    checked and cleaned by the developer-webhooks app).
+
+    The contact details are saved with the client as if the client had typed
+    them, and with the chat for its archive.
+    """
+    chat = _lock(chat)
+    chat.custom_data = list(custom_data)
+    chat.contact_info = dict(contact_info)
+    chat.crm_link = crm_link
+    chat.enable_assign = enable_assign
+    chat.crm_page = dict(page)
+    chat.save(
+        update_fields=["custom_data", "contact_info", "crm_link", "enable_assign", "crm_page"]
+    )
+    if contact_info:
+        update_client_contact(client=chat.client, contact=contact_info, source="crm")
+    events.publish(events.CrmPanelChanged(chat_id=chat.pk))
+    return chat
+
+
+@transaction.atomic
+def request_crm_assign(*, chat: Chat, agent: Agent) -> Chat:
+    """The agent's "Assign to CRM card": the CRM is asked to bind the client
+    to the card of the chat's ``crm_link``."""
+    chat = _lock(chat)
+    if not chat.enable_assign:
+        raise InvalidState("the CRM did not offer to assign this chat")
+    if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("only the agent answering the chat can assign it")
+    chat.crm_assigned_at = timezone.now()
+    chat.save(update_fields=["crm_assigned_at"])
+    events.publish(
+        events.CrmAssignRequested(chat_id=chat.pk, agent_id=agent.pk, crm_link=chat.crm_link)
+    )
+    return chat
+
+
+# --- calls ------------------------------------------------------------------
+
+CALLBACK_DISABLED = "Callback disabled"
+# Spelled as the original platform's widget returns it; pages compare the string.
+CALLBACK_UNAVAILABLE = "Callback unavaiable"
+PHONE = re.compile(r"\+?[0-9][0-9 ()./-]{5,30}")
+
+
+class CallbackUnavailable(ServiceError):
+    code = "callback_unavailable"
+
+
+def normalise_phone(phone: str) -> str:
+    """``phone`` as ``+`` and digits, or ServiceError when it is no phone number."""
+    phone = phone.strip()
+    digits = re.sub(r"\D", "", phone)
+    if not PHONE.fullmatch(phone) or not 7 <= len(digits) <= 15:
+        raise ServiceError("enter a phone number: 7 to 15 digits, optionally starting with +")
+    return ("+" if phone.startswith("+") else "") + digits
+
+
+def callback_unavailable_reason(
+    *, channel: Channel, client: Client | None = None, at: datetime | None = None
+) -> str:
+    """Why a callback cannot be requested now ("" when it can): switched off,
+    outside the channel's working days and hours, or a call of the client's
+    still open."""
+    rules = CallbackSettings.objects.filter(channel=channel).first()
+    if rules is None or not rules.enabled:
+        return CALLBACK_DISABLED
+    try:
+        zone = ZoneInfo(rules.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = ZoneInfo("UTC")
+    local = (at or timezone.now()).astimezone(zone)
+    in_hours = rules.opens_at <= local.time() < rules.closes_at
+    if local.isoweekday() not in (rules.working_days or []) or not in_hours:
+        return CALLBACK_UNAVAILABLE
+    if client is not None and client.calls.filter(status__in=Call.OPEN_STATUSES).exists():
+        return CALLBACK_UNAVAILABLE
+    return ""
+
+
+@transaction.atomic
+def request_callback(*, channel: Channel, phone: str, client: Client | None = None) -> Call:
+    """A client asks to be called back: the call waits for one of the
+    channel's agents, and the telephony backend hears of it after commit."""
+    number = normalise_phone(phone)
+    reason = callback_unavailable_reason(channel=channel, client=client)
+    if reason:
+        raise CallbackUnavailable(reason)
+    chat = client.chats.order_by("-created", "-id").first() if client else None
+    call = Call.objects.create(
+        channel=channel, client=client, chat=chat, type=Call.Type.CALLBACK, phone=number
+    )
+    events.publish(events.CallChanged(call_id=call.pk, status=call.status))
+    transaction.on_commit(lambda: telephony.backend().call_requested(call))
+    return call
+
+
+# Which status may follow which; "error" and "end" may follow any open one.
+_CALL_STEPS: dict[str, tuple[str, ...]] = {
+    Call.Status.AGENT_CONNECTED: (Call.Status.START,),
+    Call.Status.CLIENT_CONNECTED: (Call.Status.START, Call.Status.AGENT_CONNECTED),
+    Call.Status.END: Call.OPEN_STATUSES,
+    Call.Status.ERROR: Call.OPEN_STATUSES,
+}
+
+
+@transaction.atomic
+def record_call_progress(
+    *, call: Call, agent: Agent, status: str, reason: str = "", record_url: str = ""
+) -> Call:
+    """An agent (or the telephony backend for one) records how a call goes."""
+    call = Call.objects.select_for_update().get(pk=call.pk)
+    if status not in _CALL_STEPS:
+        raise ServiceError("status must be agent_connected, client_connected, end or error")
+    if call.status not in _CALL_STEPS[status]:
+        raise InvalidState(f"the call is {call.status} and cannot become {status}")
+    reason, record_url = reason.strip(), record_url.strip()
+    if status == Call.Status.ERROR and not reason:
+        raise ServiceError("say why the call failed")
+    if record_url and (status != Call.Status.END or not _is_http_url(record_url)):
+        raise ServiceError("a recording URL is an http(s) URL, given when the call ended")
+    now = timezone.now()
+    call.status = status
+    call.reason = reason[:500] if status == Call.Status.ERROR else ""
+    call.record_url = record_url
+    call.agent = call.agent or agent
+    call.updated = now
+    if not call.is_open:
+        call.ended_at = now
+    call.save()
+    events.publish(events.CallChanged(call_id=call.pk, status=status))
+    return call
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        URLValidator(schemes=["http", "https"])(value)
+    except ValidationError:
+        return False
+    return len(value) <= 1000
+
+
+# --- offline messages -------------------------------------------------------
+
+OFFLINE_MESSAGE_MAX = 4000
+
+
+@transaction.atomic
+def leave_offline_message(
+    *,
+    channel: Channel,
+    message: str,
+    name: str = "",
+    email: str = "",
+    phone: str = "",
+    description: str = "",
+    page_url: str = "",
+    page_title: str = "",
+    client: Client | None = None,
+) -> OfflineMessage:
+    """Store what a visitor left while no agent was online.
+
+    The message and a way to answer (an e-mail address or a phone number)
+    are required; a malformed one is an error that names it.
+    """
+    message, name, email = message.strip(), name.strip(), email.strip()
+    if not message:
+        raise ServiceError("write a message")
+    if len(message) > OFFLINE_MESSAGE_MAX:
+        raise ServiceError(f"the message is longer than {OFFLINE_MESSAGE_MAX} characters")
+    if not email and not phone.strip():
+        raise ServiceError("give an e-mail address or a phone number so that we can answer")
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise ServiceError(f"{email!r} is not a valid e-mail address") from None
+    if phone.strip():
+        phone = normalise_phone(phone)
+    if len(name) > 255 or len(description) > 4000:
+        raise ServiceError("the name or the description is too long")
+    offline = OfflineMessage.objects.create(
+        channel=channel,
+        client=client,
+        name=name,
+        email=email,
+        phone=phone,
+        description=description.strip(),
+        message=message,
+        page_url=page_url[:1000],
+        page_title=page_title[:500],
+    )
+    events.publish(events.OfflineMessageReceived(offline_message_id=offline.pk))
+    return offline
+
+
+@transaction.atomic
+def mark_offline_message_handled(
+    *, offline_message: OfflineMessage, agent: Agent
+) -> OfflineMessage:
+    offline = OfflineMessage.objects.select_for_update().get(pk=offline_message.pk)
+    if offline.handled_at is None:
+        offline.handled_at = timezone.now()
+        offline.handled_by = agent
+        offline.save(update_fields=["handled_at", "handled_by"])
+        events.publish(
+            events.OfflineMessageHandled(offline_message_id=offline.pk, agent_id=agent.pk)
+        )
+    return offline

@@ -291,7 +291,7 @@ def receive_event(
     if idempotency_key and not idempotency.claim(scope=scope, key=idempotency_key):
         return
     if request.event == "CLIENT_INFO":
-        chats.update_client_contact(client=chat.client, contact=request.contact)
+        chats.update_client_contact(client=chat.client, contact=request.contact, source="bot")
     elif request.event == "INVITE_AGENT":
         _invite_agent(attachment, chat)
     else:

@@ -33,6 +33,9 @@ class Policy:
     jitter: float = 0.0  # each delay is scaled by a random factor in [1 - jitter, 1 + jitter]
     expires_after: float | None = None  # not sent within this many seconds: dropped
     tell_owner_of_failure: bool = True  # call the purpose's on_failure handler
+    # A 2xx reply carrying a ``result`` other than "ok" (any case) is a refusal:
+    # the developer webhooks' rule (docs/webhooks.md).
+    result_must_be_ok: bool = False
 
     @property
     def max_attempts(self) -> int:
@@ -67,12 +70,15 @@ POLICIES: dict[str, Policy] = {
         ),
         # Bot API events (B1): 3 s timeout, 2 retries, then the chat goes to agents.
         Policy(name="bot_event", timeout=3.0, retry_delays=(2.0, 2.0)),
-        # Developer webhooks (C1): a CRM may be down for a while.
+        # Developer webhooks (C1): a CRM may be down for a while. 5 s is the
+        # spec's wait for a chat_accepted answer; the agent's panel fills when
+        # it comes.
         Policy(
             name="devhook",
-            timeout=10.0,
+            timeout=5.0,
             retry_delays=(5.0, 60.0, 600.0, 3600.0, 6 * 3600.0),
             jitter=0.2,
+            result_must_be_ok=True,
         ),
     )
 }
@@ -160,17 +166,33 @@ def retry_after_seconds(value: str | None, *, now: datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-def judge(exchange: Exchange, *, now: datetime) -> Verdict:
-    """Success is a 2xx whose body is not an error object.
+def result_refusal(reply: Any) -> str | None:
+    """``"result: FAILURE"`` for a reply whose ``result`` is not "ok" (any case);
+    ``None`` when it is ok or the reply has no ``result``."""
+    if not isinstance(reply, dict) or "result" not in reply:
+        return None
+    result = reply["result"]
+    if isinstance(result, str) and result.strip().lower() == "ok":
+        return None
+    text = result if isinstance(result, str) else json.dumps(result)
+    return f"result: {text[:500]}"
 
-    4xx other than 408/429 and redirects are final; 408, 429, 5xx, timeouts
-    and connection errors are retried; a refused address is final.
+
+def judge(exchange: Exchange, *, now: datetime, policy: Policy | None = None) -> Verdict:
+    """Success is a 2xx whose body is not an error object (nor, for a policy
+    with ``result_must_be_ok``, a ``result`` other than "ok").
+
+    4xx other than 408/429, redirects and such refusals are final; 408, 429,
+    5xx, timeouts and connection errors are retried; a refused address is
+    final.
     """
     code = exchange.status_code
     if code is None:
         return Verdict(delivered=False, final=not exchange.retryable, error=exchange.error)
     reply = parse_reply(exchange.body)
     refusal = error_object_text(reply)
+    if refusal is None and policy is not None and policy.result_must_be_ok:
+        refusal = result_refusal(reply)
     if 200 <= code < 300:
         if refusal is not None:
             return Verdict(delivered=False, final=True, error=refusal, reply=reply)

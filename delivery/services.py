@@ -575,7 +575,7 @@ def _store_outcome(
 ) -> bool:
     """Log the try, end or reschedule the delivery; True when its next try is
     due now and kept for the caller to make (see ``_schedule``)."""
-    verdict = judge(exchange, now=now)
+    verdict = judge(exchange, now=now, policy=claim.policy)
     excerpt = exchange.body[: DeliveryAttempt.EXCERPT_BYTES].decode("utf-8", errors="ignore")
     DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
         finished_at=now,

@@ -1,0 +1,80 @@
+"""The installation's developer-webhook settings (one row) and the Safe URL rule."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+from django.db import models
+from django.utils import timezone
+
+from delivery.models import Endpoint
+
+EVENTS = (
+    "chat_accepted",
+    "chat_assigned",
+    "chat_finished",
+    "chat_updated",
+    "offline_message",
+    "call_event",
+)
+
+
+class IntegrationSettings(models.Model):
+    """Settings, Integration settings for developers: where events go, which
+    ones, and the Safe URL rule. One row per installation (``load()``)."""
+
+    SINGLETON: ClassVar[int] = 1
+
+    # The webhook URL and its signing secret live on the delivery endpoint.
+    endpoint = models.OneToOneField(
+        Endpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="devhooks"
+    )
+    # The events sent; empty means all of them.
+    events = models.JSONField(default=list, blank=True)
+    safe_url = models.BooleanField(
+        default=False,
+        help_text="Drop links to other domains from custom data and CRM answers: "
+        "the agent never sees them.",
+    )
+    safe_url_domains = models.JSONField(default=list, blank=True)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "integration settings for developers"
+        verbose_name_plural = "integration settings for developers"
+
+    def __str__(self) -> str:
+        return "Integration settings for developers"
+
+    @classmethod
+    def load(cls) -> IntegrationSettings:
+        found = cls.objects.select_related("endpoint").filter(pk=cls.SINGLETON).first()
+        return found if found is not None else cls(pk=cls.SINGLETON)
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url if self.endpoint else ""
+
+    def sends(self, event_name: str) -> bool:
+        """Whether ``event_name`` goes out: a webhook URL is set, switched on,
+        and the event is chosen (no choice means all)."""
+        if self.endpoint is None or not self.endpoint.active:
+            return False
+        return not self.events or event_name in self.events
+
+    def link_allowed(self, url: str) -> bool:
+        """With Safe URL on, only links to the allowed domains (and their
+        subdomains) are shown; links that are not http(s) never are."""
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:
+            return False
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            return False
+        if not self.safe_url:
+            return True
+        host = parts.hostname.lower().rstrip(".")
+        return any(
+            host == domain or host.endswith("." + domain) for domain in self.safe_url_domains
+        )

@@ -1,0 +1,204 @@
+"""The Developer API's verbs: the webhook settings, sending events, and
+reading the CRM's chat_accepted answer (docs/webhooks.md).
+
+Verbs raise ``DevhookError`` for what cannot be done; they know no HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from agents import services as chats
+from agents.models import Chat
+from delivery import services as delivery
+from delivery.models import Delivery
+from devhooks.models import EVENTS, IntegrationSettings
+
+PURPOSE = "devhook"
+POLICY = "devhook"
+
+logger = logging.getLogger(__name__)
+
+LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+DOMAIN = re.compile(rf"(?=.{{1,253}}$)({LABEL}\.)*{LABEL}")
+# Anything that reads as a link in a text: a scheme, or www.
+LINK_IN_TEXT = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+")
+
+# What a CRM answer may hold, at most.
+MAX_FIELDS = 50
+MAX_TEXT = 1000
+
+
+class DevhookError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- settings ---------------------------------------------------------------
+
+
+def _clean_events(names: Iterable[str] | None) -> list[str]:
+    chosen = list(dict.fromkeys(names or []))
+    unknown = [name for name in chosen if name not in EVENTS]
+    if unknown:
+        raise DevhookError(f"unknown event {unknown[0]!r}; one of {', '.join(EVENTS)}")
+    return [] if set(chosen) == set(EVENTS) else chosen
+
+
+def _clean_domains(domains: Iterable[str] | None) -> list[str]:
+    cleaned = []
+    for domain in domains or []:
+        name = domain.strip().lower().rstrip(".")
+        if not DOMAIN.fullmatch(name):
+            raise DevhookError(f"{domain!r} is not a domain name (example.com)")
+        cleaned.append(name)
+    return list(dict.fromkeys(cleaned))
+
+
+@transaction.atomic
+def set_developer_webhook(
+    *,
+    url: str,
+    events: Iterable[str] | None = None,
+    safe_url_domains: Iterable[str] | None = None,
+    safe_url: bool | None = None,
+    rotate_secret: bool = False,
+) -> tuple[IntegrationSettings, str | None]:
+    """Point the developer webhooks at ``url``. Returns the settings and the
+    signing secret when one was made (first time, or ``rotate_secret``);
+    ``None`` when the existing secret stays.
+
+    ``events`` empty or all of them: every event. Safe URL is on when domains
+    are given, unless ``safe_url`` says otherwise.
+    """
+    url = url.strip()
+    if not url:
+        raise DevhookError("give the webhook URL")
+    chosen = _clean_events(events)
+    domains = _clean_domains(safe_url_domains)
+    current = IntegrationSettings.objects.select_for_update().filter(
+        pk=IntegrationSettings.SINGLETON
+    ).first() or IntegrationSettings(pk=IntegrationSettings.SINGLETON)
+    secret: str | None = None
+    try:
+        if current.endpoint is None:
+            current.endpoint, secret = delivery.create_endpoint(url=url)
+        else:
+            delivery.update_endpoint(endpoint=current.endpoint, url=url, active=True)
+            if rotate_secret:
+                secret = delivery.rotate_secret(endpoint=current.endpoint)
+    except ValidationError as error:
+        raise DevhookError(" ".join(error.messages)) from None
+    current.events = chosen
+    current.safe_url_domains = domains
+    current.safe_url = bool(domains) if safe_url is None else safe_url
+    current.updated = timezone.now()
+    current.save()
+    logger.info("devhooks.settings_changed events=%s", ",".join(chosen) or "all")
+    return current, secret
+
+
+# --- sending ----------------------------------------------------------------
+
+
+def send(
+    event_name: str, body: dict[str, Any], *, ordering_key: str = "", subject: str = ""
+) -> Delivery | None:
+    """Enqueue one event in the caller's transaction, when it is to be sent."""
+    config = IntegrationSettings.load()
+    if config.endpoint is None or not config.sends(event_name):
+        return None
+    return delivery.enqueue(
+        endpoint=config.endpoint,
+        purpose=PURPOSE,
+        event=event_name,
+        body=body,
+        policy=POLICY,
+        ordering_key=ordering_key,
+        subject=subject,
+    )
+
+
+# --- Safe URL and the chat_accepted answer -----------------------------------
+
+
+def _string(value: Any, limit: int = MAX_TEXT) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def drop_foreign_links(text: str, config: IntegrationSettings) -> str:
+    """``text`` without the links Safe URL does not allow."""
+    if not config.safe_url:
+        return text
+    return LINK_IN_TEXT.sub(
+        lambda found: found.group(0) if config.link_allowed(_as_url(found.group(0))) else "",
+        text,
+    )
+
+
+def _as_url(link: str) -> str:
+    return link if "://" in link else f"http://{link}"
+
+
+def safe_link(url: Any, config: IntegrationSettings) -> str:
+    """``url`` when it may be shown as a link, else ``""``."""
+    url = _string(url)
+    return url if url and config.link_allowed(url) else ""
+
+
+def clean_custom_data(items: Any, config: IntegrationSettings) -> list[dict[str, str]]:
+    """Custom data fields as the agent's panel shows them: strings only (the
+    page escapes them), links kept only where Safe URL allows."""
+    if not isinstance(items, list):
+        return []
+    fields = []
+    for item in items[:MAX_FIELDS]:
+        if not isinstance(item, dict):
+            continue
+        field = {
+            name: drop_foreign_links(_string(item.get(name)), config)
+            for name in ("title", "content", "key")
+        }
+        field["link"] = safe_link(item.get("link"), config)
+        if any(field.values()):
+            fields.append(field)
+    return fields
+
+
+def read_accept_reply(chat: Chat, reply: Any) -> bool:
+    """Show the CRM's chat_accepted answer to the agent when its ``result``
+    is "ok" (any case); anything else shows nothing. True when shown."""
+    if not isinstance(reply, dict):
+        return False
+    result = reply.get("result")
+    if not isinstance(result, str) or result.strip().lower() != "ok":
+        return False
+    config = IntegrationSettings.load()
+    contact = reply.get("contact_info")
+    contact = contact if isinstance(contact, Mapping) else {}
+    page = reply.get("page")
+    page = page if isinstance(page, Mapping) else {}
+    chats.set_crm_panel(
+        chat=chat,
+        custom_data=clean_custom_data(reply.get("custom_data"), config),
+        contact_info={
+            field: value
+            for field in ("name", "phone", "email")
+            if (value := _string(contact.get(field), 255).strip())
+        },
+        crm_link=safe_link(reply.get("crm_link"), config),
+        enable_assign=reply.get("enable_assign") is True,
+        page={
+            "url": safe_link(page.get("url"), config),
+            "title": drop_foreign_links(_string(page.get("title")), config),
+        },
+    )
+    return True

@@ -1,0 +1,94 @@
+"""The developer webhooks' reactions to the core's events and to the CRM's
+answers (docs/webhooks.md).
+
+Each event of the core that a CRM hears of becomes one ``devhook`` delivery,
+written in the transaction of the change (so a rolled-back change tells the
+CRM nothing). A chat's events go in order (ordering key ``chat:<id>``), and
+so do a call's. The chat_accepted answer fills the agent's CRM panel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import events
+from agents.models import Agent, Call, Chat, OfflineMessage
+from delivery import handlers
+from delivery.models import Delivery
+from devhooks import payloads, services
+
+CHAT_FIELDS = ("channel", "client", "department")
+
+
+def _chat(chat_id: int) -> Chat:
+    return Chat.objects.select_related(*CHAT_FIELDS).get(pk=chat_id)
+
+
+def _send_chat_event(event_name: str, chat: Chat, body: dict[str, Any]) -> None:
+    services.send(event_name, body, ordering_key=f"chat:{chat.pk}", subject=f"chat:{chat.pk}")
+
+
+def on_chat_accepted(event: events.ChatAccepted) -> None:
+    chat = _chat(event.chat_id)
+    agent = Agent.objects.get(pk=event.agent_id)
+    _send_chat_event("chat_accepted", chat, payloads.chat_accepted(chat, agent))
+
+
+def on_crm_assign(event: events.CrmAssignRequested) -> None:
+    chat = _chat(event.chat_id)
+    agent = Agent.objects.get(pk=event.agent_id)
+    _send_chat_event("chat_assigned", chat, payloads.chat_assigned(chat, agent, event.crm_link))
+
+
+def on_chat_finished(event: events.ChatFinished) -> None:
+    chat = _chat(event.chat_id)
+    _send_chat_event("chat_finished", chat, payloads.chat_finished(chat))
+
+
+def on_client_updated(event: events.ClientUpdated) -> None:
+    """The CRM is not told of what it set itself; a client seen for the first
+    time (no chat yet) is news for chat_accepted, not chat_updated."""
+    if event.source == "crm" or event.chat_id is None:
+        return
+    chat = _chat(event.chat_id)
+    agent = chat.agents.order_by("-pk").first()
+    _send_chat_event("chat_updated", chat, payloads.chat_updated(chat, agent))
+
+
+def on_call_changed(event: events.CallChanged) -> None:
+    call = Call.objects.select_related("channel", "client", "chat__department", "agent").get(
+        pk=event.call_id
+    )
+    services.send(
+        "call_event",
+        payloads.call_event(call),
+        ordering_key=f"call:{call.pk}",
+        subject=f"call:{call.pk}",
+    )
+
+
+def on_offline_message(event: events.OfflineMessageReceived) -> None:
+    offline = OfflineMessage.objects.select_related("channel", "client").get(
+        pk=event.offline_message_id
+    )
+    services.send(
+        "offline_message", payloads.offline_message(offline), subject=f"offline:{offline.pk}"
+    )
+
+
+def on_delivered(item: Delivery, reply: Any) -> None:
+    if item.event != "chat_accepted" or not item.subject.startswith("chat:"):
+        return
+    chat = Chat.objects.select_related("client").filter(pk=int(item.subject[5:])).first()
+    if chat is not None:
+        services.read_accept_reply(chat, reply)
+
+
+def connect() -> None:
+    events.subscribe(events.ChatAccepted, on_chat_accepted)
+    events.subscribe(events.CrmAssignRequested, on_crm_assign)
+    events.subscribe(events.ChatFinished, on_chat_finished)
+    events.subscribe(events.ClientUpdated, on_client_updated)
+    events.subscribe(events.CallChanged, on_call_changed)
+    events.subscribe(events.OfflineMessageReceived, on_offline_message)
+    handlers.register(services.PURPOSE, on_success=on_delivered)
