@@ -63,6 +63,20 @@ def _clean_domains(domains: Iterable[str] | None) -> list[str]:
     return list(dict.fromkeys(cleaned))
 
 
+def validate_settings(
+    *, url: str, events: Iterable[str] | None, safe_url_domains: Iterable[str] | None
+) -> tuple[str, list[str], list[str]]:
+    """The URL, events and domains as they will be saved, or ``DevhookError``."""
+    url = url.strip()
+    if not url:
+        raise DevhookError("give the webhook URL")
+    try:
+        delivery.validate_endpoint_url(url)
+    except ValidationError as error:
+        raise DevhookError(" ".join(error.messages)) from None
+    return url, _clean_events(events), _clean_domains(safe_url_domains)
+
+
 @transaction.atomic
 def set_developer_webhook(
     *,
@@ -71,32 +85,31 @@ def set_developer_webhook(
     safe_url_domains: Iterable[str] | None = None,
     safe_url: bool | None = None,
     rotate_secret: bool = False,
+    active: bool = True,
 ) -> tuple[IntegrationSettings, str | None]:
     """Point the developer webhooks at ``url``. Returns the settings and the
     signing secret when one was made (first time, or ``rotate_secret``);
     ``None`` when the existing secret stays.
 
     ``events`` empty or all of them: every event. Safe URL is on when domains
-    are given, unless ``safe_url`` says otherwise.
+    are given, unless ``safe_url`` says otherwise. ``active`` off keeps the
+    settings and sends nothing.
     """
-    url = url.strip()
-    if not url:
-        raise DevhookError("give the webhook URL")
-    chosen = _clean_events(events)
-    domains = _clean_domains(safe_url_domains)
+    url, chosen, domains = validate_settings(
+        url=url, events=events, safe_url_domains=safe_url_domains
+    )
     current = IntegrationSettings.objects.select_for_update().filter(
         pk=IntegrationSettings.SINGLETON
     ).first() or IntegrationSettings(pk=IntegrationSettings.SINGLETON)
     secret: str | None = None
-    try:
-        if current.endpoint is None:
-            current.endpoint, secret = delivery.create_endpoint(url=url)
-        else:
-            delivery.update_endpoint(endpoint=current.endpoint, url=url, active=True)
-            if rotate_secret:
-                secret = delivery.rotate_secret(endpoint=current.endpoint)
-    except ValidationError as error:
-        raise DevhookError(" ".join(error.messages)) from None
+    if current.endpoint is None:
+        current.endpoint, secret = delivery.create_endpoint(url=url)
+        if not active:
+            delivery.update_endpoint(endpoint=current.endpoint, active=False)
+    else:
+        delivery.update_endpoint(endpoint=current.endpoint, url=url, active=active)
+        if rotate_secret:
+            secret = delivery.rotate_secret(endpoint=current.endpoint)
     current.events = chosen
     current.safe_url_domains = domains
     current.safe_url = bool(domains) if safe_url is None else safe_url
