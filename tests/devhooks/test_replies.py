@@ -1,0 +1,158 @@
+"""The CRM's replies: what counts as delivered, and what the agent is shown
+of a chat_accepted answer (through a real local HTTP server)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agents.models import Chat
+from delivery.models import Delivery, DeliveryAttempt
+from devhooks.services import set_developer_webhook
+from tests.delivery.target import Reply, Target, drive
+from tests.devhooks.conftest import Scene
+
+ANSWER = {
+    "result": "ok",
+    "custom_data": [
+        {"title": "Orders", "content": "<b>3</b> open, see https://crm.example.com/o/3"},
+        {"title": "Elsewhere", "content": "https://phish.example.net/login"},
+        "not an object",
+        {"title": 7, "content": None},
+    ],
+    "contact_info": {"name": "Carla CRM", "phone": "+49 30 999", "email": "carla@example.com"},
+    "enable_assign": True,
+    "crm_link": "https://crm.example.com/card/7",
+    "page": {"url": "https://crm.example.com/p", "title": "Card 7"},
+}
+
+
+@pytest.fixture
+def crm() -> Iterator[Target]:
+    server = Target("127.0.0.1").start()
+    yield server
+    server.stop()
+
+
+def accept_and_answer(
+    scene: Scene, crm: Target, reply: Reply, **config: Any
+) -> tuple[Chat, Delivery]:
+    set_developer_webhook(url=crm.url(), **config)
+    crm.script(reply)
+    chat = scene.active_chat()
+    delivery = drive(Delivery.objects.get(purpose="devhook", event="chat_accepted"))
+    chat.refresh_from_db()
+    return chat, delivery
+
+
+def answer(body: Any) -> Reply:
+    return Reply(200, json.dumps(body), {"Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize("result", ["ok", "OK", "Ok"])
+def test_an_ok_answer_fills_the_panel(scene: Scene, crm: Target, result: str) -> None:
+    chat, delivery = accept_and_answer(scene, crm, answer({**ANSWER, "result": result}))
+
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert chat.custom_data == [
+        {
+            "title": "Orders",
+            "content": "<b>3</b> open, see https://crm.example.com/o/3",
+            "key": "",
+            "link": "",
+        },
+        {"title": "Elsewhere", "content": "https://phish.example.net/login", "key": "", "link": ""},
+    ]
+    assert chat.crm_link == "https://crm.example.com/card/7" and chat.enable_assign
+    assert chat.crm_page == {"url": "https://crm.example.com/p", "title": "Card 7"}
+    assert chat.contact_info == ANSWER["contact_info"]
+    scene.client.refresh_from_db()
+    assert (scene.client.name, scene.client.phone) == ("Carla CRM", "+49 30 999")
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ({"result": "FAILURE"}, "result: FAILURE"),
+        ({"result": "no such visitor", "custom_data": [{"title": "x"}]}, "result: no such visitor"),
+        ({"result": False}, "result: false"),
+    ],
+)
+def test_a_result_that_is_not_ok_fails_the_attempt_and_shows_nothing(
+    scene: Scene, crm: Target, body: dict[str, Any], error: str
+) -> None:
+    chat, delivery = accept_and_answer(scene, crm, answer(body))
+
+    assert delivery.status == Delivery.Status.FAILED and delivery.last_error == error
+    [attempt] = DeliveryAttempt.objects.filter(delivery=delivery)
+    assert attempt.status_code == 200 and attempt.error == error
+    assert chat.custom_data == [] and chat.crm_link == "" and not chat.enable_assign
+
+
+@pytest.mark.parametrize("body", ["", "thanks", "[]", '{"custom_data": [{"title": "t"}]}'])
+def test_an_answer_without_a_result_is_delivered_but_shows_nothing(
+    scene: Scene, crm: Target, body: str
+) -> None:
+    chat, delivery = accept_and_answer(scene, crm, Reply(200, body))
+
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert chat.custom_data == [] and chat.contact_info == {}
+
+
+def test_a_crm_that_is_down_is_tried_again(scene: Scene, crm: Target) -> None:
+    crm.script(Reply(503), answer(ANSWER))
+    set_developer_webhook(url=crm.url())
+    chat = scene.active_chat()
+    delivery = drive(Delivery.objects.get(purpose="devhook", event="chat_accepted"))
+
+    assert delivery.status == Delivery.Status.DELIVERED and delivery.attempts == 2
+    chat.refresh_from_db()
+    assert chat.crm_link == ANSWER["crm_link"]
+
+
+def test_safe_url_drops_links_to_other_domains(scene: Scene, crm: Target) -> None:
+    foreign = {
+        **ANSWER,
+        "custom_data": [
+            {
+                "title": "Orders",
+                "content": "see https://crm.example.com/o/3 or www.evil.example.org/x",
+            },
+            {"title": "Phish", "content": "log in at https://phish.example.net/login now"},
+            {"title": "Link", "content": "card", "link": "https://evil.example.net/card"},
+            {"title": "Own", "content": "card", "link": "https://sub.example.com/card"},
+        ],
+        "crm_link": "https://example.com.evil.net/card/7",
+        "page": {"url": "javascript:alert(1)", "title": "t"},
+    }
+    chat, _ = accept_and_answer(scene, crm, answer(foreign), safe_url_domains=["example.com"])
+
+    shown = json.dumps(chat.custom_data)
+    assert "crm.example.com/o/3" in shown and "sub.example.com/card" in shown
+    assert "evil" not in shown and "phish" not in shown
+    assert chat.custom_data[1]["content"] == "log in at  now"
+    assert chat.crm_link == "" and chat.crm_page["url"] == ""
+
+
+def test_without_safe_url_only_http_links_are_kept(scene: Scene, crm: Target) -> None:
+    body = {**ANSWER, "crm_link": "javascript:alert(1)", "page": {"url": "data:text/html,x"}}
+    chat, _ = accept_and_answer(scene, crm, answer(body))
+    assert chat.crm_link == "" and chat.crm_page == {"url": "", "title": ""}
+
+
+def test_an_answer_to_other_events_is_only_judged(scene: Scene, crm: Target) -> None:
+    set_developer_webhook(url=crm.url())
+    crm.script(answer({"result": "ok", "custom_data": [{"title": "ignored"}]}))
+    chat = scene.active_chat()
+    Delivery.objects.filter(event="chat_accepted").delete()
+    from agents import services
+
+    services.finish_chat(chat=chat, agent=scene.agent)
+    delivery = drive(Delivery.objects.get(purpose="devhook", event="chat_finished"))
+
+    assert delivery.status == Delivery.Status.DELIVERED
+    chat.refresh_from_db()
+    assert chat.custom_data == []
