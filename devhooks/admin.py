@@ -22,6 +22,10 @@ from devhooks.models import EVENTS, IntegrationSettings
 _NEW_SECRET = "_devhooks_new_secret"  # noqa: S105 (a request attribute name)
 
 
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 class IntegrationSettingsForm(forms.ModelForm[IntegrationSettings]):
     webhook_url = forms.CharField(
         label="Webhook URL",
@@ -74,7 +78,7 @@ class IntegrationSettingsForm(forms.ModelForm[IntegrationSettings]):
             services.validate_settings(
                 url=data["webhook_url"],
                 events=data["event_names"],
-                safe_url_domains=data["domains"].split(),
+                safe_url_domains=_lines(data["domains"]),
             )
         except services.DevhookError as error:
             raise forms.ValidationError(error.message) from None
@@ -120,7 +124,7 @@ class IntegrationSettingsAdmin(admin.ModelAdmin[IntegrationSettings]):
         saved, secret = services.set_developer_webhook(
             url=data["webhook_url"],
             events=data["event_names"],
-            safe_url_domains=data["domains"].split(),
+            safe_url_domains=_lines(data["domains"]),
             safe_url=data["safe_url"],
             rotate_secret=data.get("rotate_secret", False),
             active=data["send_events"],
