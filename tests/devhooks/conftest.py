@@ -14,6 +14,10 @@ from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Depart
 from delivery.models import Delivery
 from devhooks.models import IntegrationSettings
 from devhooks.services import set_developer_webhook
+
+# The Chat API's and the Bot API's fixtures, for the events they cause.
+from tests.bots.conftest import bot, integrator_server, provider_server  # noqa: F401
+from tests.channels_api.conftest import chat_api, integrator  # noqa: F401
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 
 FULL_VISITOR_DATA = {
