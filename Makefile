@@ -11,6 +11,10 @@ export PUBLIC_URL ?= http://$(HOST):$(PORT)
 # seed_demo attaches it to the "Demo with bot" channel at this URL.
 BOT_PORT ?= 8010
 export EXAMPLE_BOT_URL ?= http://$(HOST):$(BOT_PORT)
+# The example CRM (docs/examples/crm_receiver.py); seed_demo points the
+# developer webhooks at it.
+CRM_PORT ?= 8020
+export EXAMPLE_CRM_URL ?= http://$(HOST):$(CRM_PORT)
 DEMO_DIR := $(or $(VAR_DIR),var)
 
 .PHONY: run test screenshots lint format bench clean chromium
@@ -33,7 +37,8 @@ run: $(STAMP)
 	@echo
 	@echo "Switchboard: http://$(HOST):$(PORT)/  (admin /admin/, agent API /api/agent/v1/, docs /api/docs/)"
 	@echo "Example bot: $(EXAMPLE_BOT_URL)/<token>, on the channel \"Demo with bot\" (docs/bot-api.md)"
-	@echo "Logins are printed above. Ctrl-C stops web, worker, beat and the example bot."
+	@echo "Example CRM: $(EXAMPLE_CRM_URL)/ receives the developer webhooks (docs/webhooks.md)"
+	@echo "Logins are printed above. Ctrl-C stops web, worker, beat, the example bot and CRM."
 	@bash -c 'pids=""; \
 	  stop() { trap - INT TERM EXIT; kill -TERM $$pids 2>/dev/null; wait; }; \
 	  trap stop INT TERM EXIT; \
@@ -42,6 +47,7 @@ run: $(STAMP)
 	    $(PY) docs/examples/bot_provider.py --host $(HOST) --port $(BOT_PORT) \
 	      --webhook-url-prefix "$$prefix" --token "$$token" & pids="$$pids $$!"; \
 	  else echo "the example bot is not started: see the bot entry of seed_demo above"; fi; \
+	  $(PY) docs/examples/crm_receiver.py --host $(HOST) --port $(CRM_PORT) & pids="$$pids $$!"; \
 	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m gunicorn -c config/gunicorn.py config.asgi:application \

@@ -6,6 +6,9 @@ class DevhooksConfig(AppConfig):
     verbose_name = "Developer API"
 
     def ready(self) -> None:
+        from agents import demo
         from devhooks import subscribers
+        from devhooks.demo import seed_demo_crm
 
         subscribers.connect()
+        demo.register(seed_demo_crm)
