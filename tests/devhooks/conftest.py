@@ -80,9 +80,9 @@ class Scene:
 
 @pytest.fixture
 def scene(webhook: IntegrationSettings) -> Scene:
-    agent = AgentFactory(name="Alice Agent", email="alice@example.com", phone="+49 30 1234")
-    channel = ChannelFactory(name="Shop", agents=[agent])
-    client = ClientFactory(
+    agent = AgentFactory.create(name="Alice Agent", email="alice@example.com", phone="+49 30 1234")
+    channel = ChannelFactory.create(name="Shop", agents=[agent])
+    client = ClientFactory.create(
         channel=channel,
         name="Vera Visitor",
         email="vera@example.com",
@@ -95,9 +95,9 @@ def scene(webhook: IntegrationSettings) -> Scene:
 @pytest.fixture
 def bare_scene(webhook: IntegrationSettings) -> Scene:
     """A Chat API client as it first comes: an id, nothing else known."""
-    agent = AgentFactory()
-    channel = ChannelFactory(agents=[agent])
-    client = ClientFactory(channel=channel, name="")
+    agent = AgentFactory.create()
+    channel = ChannelFactory.create(agents=[agent])
+    client = ClientFactory.create(channel=channel, name="")
     return Scene(agent=agent, channel=channel, client=client)
 
 

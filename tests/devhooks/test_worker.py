@@ -84,9 +84,9 @@ def crm() -> Iterator[Target]:
     server.stop()
 
 
-def all_final() -> list[Delivery] | None:
+def all_final() -> list[Delivery]:
     rows = list(Delivery.objects.filter(purpose="devhook").order_by("id"))
-    return rows if rows and all(row.is_final for row in rows) else None
+    return rows if rows and all(row.is_final for row in rows) else []
 
 
 @pytest.mark.parametrize("scene_name", ["scene", "bare_scene"])
@@ -118,6 +118,7 @@ def test_the_agents_panel_fills_when_the_answer_comes(
     chat = scene.active_chat()
 
     filled = wait_for(lambda: Chat.objects.filter(pk=chat.pk, enable_assign=True).first())
+    assert filled is not None
     assert filled.custom_data[0]["content"] == "3 open"
     assert filled.crm_link == "https://crm.example.com/card/7"
 
