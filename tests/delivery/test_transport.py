@@ -295,7 +295,7 @@ def test_a_reply_dripping_past_the_timeout_is_cut_at_it() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ['{"result": "ok", "n": NaN}', '{"result": "ok \\ud83d"}', '{"result": "ok\\u0000"}'],
+    ['{"answer": "ok", "n": NaN}', '{"answer": "ok \\ud83d"}', '{"answer": "ok\\u0000"}'],
 )
 def test_odd_but_successful_replies_are_stored(
     target: Target, endpoint: Endpoint, reply: str
