@@ -1,10 +1,21 @@
-"""Reads: what an agent may see. An agent sees only chats of its channels."""
+"""Reads: what an agent may see. An agent sees only chats, calls and offline
+messages of its channels."""
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 
-from agents.models import Agent, Channel, Chat, Message
+from agents.models import Agent, Call, Channel, Chat, Message, OfflineMessage
 
 
 def agents_online(*, channel: Channel) -> bool:
@@ -67,3 +78,42 @@ def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
             | Exists(matching)
         )
     return _with_first_message(chats)
+
+
+def _my_channels(agent: Agent) -> QuerySet[Channel]:
+    return Channel.objects.filter(agents=agent)
+
+
+def _first_when(condition: Q) -> Case:
+    """An ordering term that puts the rows matching ``condition`` first."""
+    return Case(When(condition, then=Value(0)), default=Value(1), output_field=IntegerField())
+
+
+def calls_for_agent(*, agent: Agent) -> QuerySet[Call]:
+    """Calls of my channels: the open ones (a client waits for a call) first,
+    then newest first."""
+    return (
+        Call.objects.filter(channel__in=_my_channels(agent))
+        .select_related("channel", "client", "agent")
+        .order_by(_first_when(Q(status__in=Call.OPEN_STATUSES)), "-created", "-id")
+    )
+
+
+def call_for_agent(*, agent: Agent, call_id: int) -> Call:
+    """The call, or ``Call.DoesNotExist`` when it is not on one of the agent's channels."""
+    return calls_for_agent(agent=agent).get(pk=call_id)
+
+
+def offline_messages_for_agent(*, agent: Agent) -> QuerySet[OfflineMessage]:
+    """Offline messages of my channels: those nobody handled yet first, then newest first."""
+    return (
+        OfflineMessage.objects.filter(channel__in=_my_channels(agent))
+        .select_related("channel", "handled_by")
+        .order_by(_first_when(Q(handled_at__isnull=True)), "-created", "-id")
+    )
+
+
+def offline_message_for_agent(*, agent: Agent, offline_message_id: int) -> OfflineMessage:
+    """The offline message, or ``OfflineMessage.DoesNotExist`` when it is not
+    on one of the agent's channels."""
+    return offline_messages_for_agent(agent=agent).get(pk=offline_message_id)

@@ -24,4 +24,11 @@ urlpatterns = [
     path("chats/<int:chat_id>/messages", views.send, name="send"),
     path("chats/<int:chat_id>/typing", views.typing, name="typing"),
     path("chats/<int:chat_id>/messages/<int:message_id>/retry", views.retry, name="retry"),
+    path("chats/<int:chat_id>/assign", views.crm_assign, name="crm-assign"),
+    path("calls/<int:call_id>/progress", views.call_progress, name="call-progress"),
+    path(
+        "offline-messages/<int:offline_message_id>/handled",
+        views.offline_handled,
+        name="offline-handled",
+    ),
 ]

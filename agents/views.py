@@ -1,7 +1,8 @@
 """The agent pages at /agent/: server-rendered, live through one poll a second.
 
-Every view is for a signed-in agent and shows only chats of the agent's
-channels; every state change goes through ``agents.services``.
+Every view is for a signed-in agent and shows only chats, calls and offline
+messages of the agent's channels; every state change goes through
+``agents.services``.
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors, services
 from agents.api.serializers import MessageIn
-from agents.models import Agent, Chat, Message
+from agents.models import Agent, Call, Chat, Message, OfflineMessage
 
 MESSAGE_PAGE = 500
+LIST_LENGTH = 100
 
 
 def _agent(request: HttpRequest) -> Agent:
@@ -55,12 +58,37 @@ def _refused(request: HttpRequest, error: services.ServiceError, chat: Chat) -> 
     return redirect("agent:chat", chat.pk)
 
 
-def _lists(agent: Agent) -> dict[str, Any]:
+def _back(request: HttpRequest) -> str:
+    """Where a form of the lists returns to: the page it was on, if on this site."""
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return target
+    return reverse("agent:home")
+
+
+def _lists(agent: Agent, *, chat: Chat | None, back: str) -> dict[str, Any]:
+    """The left column: chats, calls and offline messages of my channels.
+
+    ``back`` is the page the column's forms return to when sent without
+    JavaScript; ``chat`` is the open chat, marked in the lists.
+    """
+    calls = list(selectors.calls_for_agent(agent=agent)[:LIST_LENGTH])
+    offline = list(selectors.offline_messages_for_agent(agent=agent)[:LIST_LENGTH])
     return {
-        "queue": list(selectors.queue_for_agent(agent=agent)[:100]),
-        "active": list(selectors.active_for_agent(agent=agent)[:100]),
-        "with_bot": list(selectors.with_bot_for_agent(agent=agent)[:100]),
+        "queue": list(selectors.queue_for_agent(agent=agent)[:LIST_LENGTH]),
+        "active": list(selectors.active_for_agent(agent=agent)[:LIST_LENGTH]),
+        "with_bot": list(selectors.with_bot_for_agent(agent=agent)[:LIST_LENGTH]),
+        "calls": calls,
+        "open_calls": sum(call.is_open for call in calls),
+        "offline_messages": offline,
+        "unhandled_offline": sum(item.handled_at is None for item in offline),
+        "chat": chat,
+        "back": back,
     }
+
+
+def _is_mine(agent: Agent, chat: Chat) -> bool:
+    return chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists()
 
 
 def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
@@ -69,7 +97,7 @@ def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
         "chat": chat,
         "chat_messages": chat_messages,
         "last_message_id": chat_messages[-1].pk if chat_messages else 0,
-        "mine": chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists(),
+        "mine": _is_mine(agent, chat),
     }
 
 
@@ -77,9 +105,10 @@ def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
 @require_GET
 def home(request: HttpRequest, chat_id: int | None = None) -> HttpResponse:
     agent = _agent(request)
-    context = _lists(agent)
-    if chat_id is not None:
-        context.update(_chat_context(agent, _chat(request, chat_id)))
+    chat = _chat(request, chat_id) if chat_id is not None else None
+    context = _lists(agent, chat=chat, back=request.path)
+    if chat is not None:
+        context.update(_chat_context(agent, chat))
     return render(request, "agents/workspace.html", context)
 
 
@@ -98,15 +127,16 @@ def live(request: HttpRequest) -> JsonResponse:
     """All that changed for this page, in one answer: lists, new messages of the
     open chat, delivery states, typing. The page asks once a second."""
     agent = _agent(request)
-    lists = _lists(agent)
+    chat_id = request.GET.get("chat", "")
+    chat = _chat(request, int(chat_id)) if chat_id.isascii() and chat_id.isdigit() else None
+    back = reverse("agent:chat", args=[chat.pk]) if chat else reverse("agent:home")
+    lists = _lists(agent, chat=chat, back=back)
     data: dict[str, Any] = {
         "online": agent.is_online,
         "queue_count": len(lists["queue"]),
         "lists_html": render_to_string("agents/_lists.html", lists, request=request),
     }
-    chat_id = request.GET.get("chat", "")
-    if chat_id.isascii() and chat_id.isdigit():
-        chat = _chat(request, int(chat_id))
+    if chat is not None:
         after = request.GET.get("after", "0")
         after_id = int(after) if after.isascii() and after.isdigit() else 0
         new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
@@ -124,7 +154,9 @@ def live(request: HttpRequest) -> JsonResponse:
                 )
                 for m in outbound.order_by("-id")[:100]
             },
-            "panel_html": render_to_string("agents/_panel.html", {"chat": chat}, request=request),
+            "panel_html": render_to_string(
+                "agents/_panel.html", {"chat": chat, "mine": _is_mine(agent, chat)}, request=request
+            ),
         }
     data["server_time"] = timezone.now().isoformat()
     return JsonResponse(data)
@@ -137,10 +169,7 @@ def status(request: HttpRequest) -> HttpResponse:
     services.set_agent_status(agent=_agent(request), online=online)
     if _wants_json(request):
         return JsonResponse({"ok": True, "online": online})
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
-        target = "agent:home"
-    return redirect(target)
+    return redirect(_back(request))
 
 
 def _act(
@@ -203,3 +232,65 @@ def retry(request: HttpRequest, chat_id: int, message_id: int) -> HttpResponse:
         services.retry_message(message=message, agent=agent)
 
     return _act(request, chat_id, send_again)
+
+
+@login_required
+@require_POST
+def crm_assign(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """The CRM panel's "Assign to CRM card"."""
+    return _act(
+        request, chat_id, lambda chat, agent: services.request_crm_assign(chat=chat, agent=agent)
+    )
+
+
+def _act_from_lists(request: HttpRequest, change: Callable[[], object]) -> HttpResponse:
+    """Apply one service to a call or an offline message of the lists; a refusal
+    is shown, not raised, and the agent stays on the page the form was on."""
+    try:
+        change()
+    except services.ServiceError as error:
+        if _wants_json(request):
+            body = {"error": {"code": error.code, "message": error.message}}
+            return JsonResponse(body, status=400)
+        messages.error(request, error.message)
+    else:
+        if _wants_json(request):
+            return JsonResponse({"ok": True})
+    return redirect(_back(request))
+
+
+@login_required
+@require_POST
+def call_progress(request: HttpRequest, call_id: int) -> HttpResponse:
+    """An agent records a step of a call: agent or client connected, ended, failed."""
+    agent = _agent(request)
+    try:
+        call = selectors.call_for_agent(agent=agent, call_id=call_id)
+    except Call.DoesNotExist as error:
+        raise Http404("no such call") from error
+    return _act_from_lists(
+        request,
+        lambda: services.record_call_progress(
+            call=call,
+            agent=agent,
+            status=request.POST.get("status", ""),
+            reason=request.POST.get("reason", ""),
+            record_url=request.POST.get("record_url", ""),
+        ),
+    )
+
+
+@login_required
+@require_POST
+def offline_handled(request: HttpRequest, offline_message_id: int) -> HttpResponse:
+    agent = _agent(request)
+    try:
+        offline = selectors.offline_message_for_agent(
+            agent=agent, offline_message_id=offline_message_id
+        )
+    except OfflineMessage.DoesNotExist as error:
+        raise Http404("no such offline message") from error
+    return _act_from_lists(
+        request,
+        lambda: services.mark_offline_message_handled(offline_message=offline, agent=agent),
+    )

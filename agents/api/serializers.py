@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from agents.content import ContentError, clean_content
-from agents.models import Message
+from agents.models import Call, Message
 
 AGENT_TEXT_LIMIT = 4000
 
@@ -60,8 +60,56 @@ class ChatDetailOut(ChatOut):
     contact_info = serializers.JSONField()
     crm_link = serializers.CharField()
     enable_assign = serializers.BooleanField()
+    crm_page = serializers.JSONField()
+    crm_assigned = serializers.DateTimeField(source="crm_assigned_at", allow_null=True)
     accepted = serializers.DateTimeField(source="accepted_at")
     finished = serializers.DateTimeField(source="finished_at")
+
+
+class CallOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    status = serializers.CharField()
+    phone = serializers.CharField()
+    reason = serializers.CharField()
+    record_url = serializers.CharField()
+    channel = ChannelOut()
+    client = ClientOut(allow_null=True)
+    chat_id = serializers.IntegerField(allow_null=True)
+    agent = AgentRefOut(allow_null=True)
+    created = serializers.DateTimeField()
+    updated = serializers.DateTimeField()
+    ended = serializers.DateTimeField(source="ended_at", allow_null=True)
+
+
+class CallProgressIn(serializers.Serializer[Any]):
+    """A step of a call; ``reason`` when it failed, ``record_url`` when it ended."""
+
+    status = serializers.ChoiceField(
+        choices=[s for s in Call.Status.values if s != Call.Status.START]
+    )
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    record_url = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+
+class PageOut(serializers.Serializer[Any]):
+    url = serializers.CharField(source="page_url")
+    title = serializers.CharField(source="page_title")
+
+
+class OfflineMessageOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    channel = ChannelOut()
+    client_id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+    email = serializers.CharField()
+    phone = serializers.CharField()
+    description = serializers.CharField()
+    message = serializers.CharField()
+    page = PageOut(source="*")
+    created = serializers.DateTimeField()
+    handled = serializers.DateTimeField(source="handled_at", allow_null=True)
+    handled_by = AgentRefOut(allow_null=True)
 
 
 class DeliveryOut(serializers.Serializer[Any]):

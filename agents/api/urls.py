@@ -17,4 +17,13 @@ urlpatterns = [
     path("chats/<int:chat_id>/accept", views.AcceptView.as_view(), name="accept"),
     path("chats/<int:chat_id>/finish", views.FinishView.as_view(), name="finish"),
     path("chats/<int:chat_id>/typing", views.TypingView.as_view(), name="typing"),
+    path("chats/<int:chat_id>/assign", views.CrmAssignView.as_view(), name="crm-assign"),
+    path("calls", views.CallListView.as_view(), name="calls"),
+    path("calls/<int:call_id>/progress", views.CallProgressView.as_view(), name="call-progress"),
+    path("offline-messages", views.OfflineMessageListView.as_view(), name="offline-messages"),
+    path(
+        "offline-messages/<int:offline_message_id>/handled",
+        views.OfflineMessageHandledView.as_view(),
+        name="offline-handled",
+    ),
 ]

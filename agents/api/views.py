@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -14,17 +15,22 @@ from rest_framework.views import APIView
 
 from agents import selectors, services
 from agents.api.serializers import (
+    CallOut,
+    CallProgressIn,
     ChatDetailOut,
     ChatOut,
     MessageIn,
     MessageOut,
+    OfflineMessageOut,
     StatusIn,
     TypingIn,
 )
-from agents.models import Agent, Chat
+from agents.models import Agent, Call, Chat, OfflineMessage
 
 
-class ChatPagination(PageNumberPagination):
+class ListPagination(PageNumberPagination):
+    """50 a page: chats, calls and offline messages alike."""
+
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
@@ -42,6 +48,19 @@ class AgentView(APIView):
             raise Http404 from error
 
 
+class AgentListView(AgentView):
+    """A list in pages; ``pagination_class`` also gives the schema its page shape."""
+
+    pagination_class = ListPagination
+
+    def page(
+        self, request: Request, items: QuerySet[Any], out: type[serializers.Serializer[Any]]
+    ) -> Response:
+        paginator = self.pagination_class()
+        page: list[Any] | None = paginator.paginate_queryset(items, request, view=self)
+        return paginator.get_paginated_response(out(page, many=True).data)
+
+
 class StatusView(AgentView):
     @extend_schema(request=StatusIn, responses=StatusIn, summary="Go online or offline")
     def post(self, request: Request) -> Response:
@@ -53,7 +72,7 @@ class StatusView(AgentView):
         return Response({"status": agent.status})
 
 
-class ChatListView(AgentView):
+class ChatListView(AgentListView):
     class QueryIn(serializers.Serializer[Any]):
         state = serializers.ChoiceField(choices=Chat.State.values, required=False)
 
@@ -64,9 +83,7 @@ class ChatListView(AgentView):
         chats = selectors.chats_for_agent(
             agent=self.agent(request), state=query.validated_data.get("state")
         )
-        paginator = ChatPagination()
-        page = paginator.paginate_queryset(chats, request, view=self)
-        return paginator.get_paginated_response(ChatOut(page, many=True).data)
+        return self.page(request, chats, ChatOut)
 
 
 class ChatDetailView(AgentView):
@@ -127,3 +144,60 @@ class TypingView(AgentView):
         typing = data.validated_data["typing"]
         services.set_agent_typing(chat=chat, agent=self.agent(request), typing=typing)
         return Response({"typing": typing})
+
+
+class CrmAssignView(AgentView):
+    @extend_schema(
+        request=None,
+        responses=ChatDetailOut,
+        summary="Assign to CRM card: bind the client to the CRM card of crm_link",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = services.request_crm_assign(
+            chat=self.chat(request, chat_id), agent=self.agent(request)
+        )
+        return Response(ChatDetailOut(chat).data)
+
+
+class CallListView(AgentListView):
+    @extend_schema(responses=CallOut(many=True), summary="Calls of my channels, open ones first")
+    def get(self, request: Request) -> Response:
+        return self.page(request, selectors.calls_for_agent(agent=self.agent(request)), CallOut)
+
+
+class CallProgressView(AgentView):
+    @extend_schema(request=CallProgressIn, responses=CallOut, summary="Record a step of a call")
+    def post(self, request: Request, call_id: int) -> Response:
+        agent = self.agent(request)
+        try:
+            call = selectors.call_for_agent(agent=agent, call_id=call_id)
+        except Call.DoesNotExist as error:
+            raise Http404 from error
+        data = CallProgressIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        call = services.record_call_progress(call=call, agent=agent, **data.validated_data)
+        return Response(CallOut(call).data)
+
+
+class OfflineMessageListView(AgentListView):
+    @extend_schema(
+        responses=OfflineMessageOut(many=True),
+        summary="Offline messages of my channels, unhandled ones first",
+    )
+    def get(self, request: Request) -> Response:
+        offline = selectors.offline_messages_for_agent(agent=self.agent(request))
+        return self.page(request, offline, OfflineMessageOut)
+
+
+class OfflineMessageHandledView(AgentView):
+    @extend_schema(request=None, responses=OfflineMessageOut, summary="Mark handled")
+    def post(self, request: Request, offline_message_id: int) -> Response:
+        agent = self.agent(request)
+        try:
+            offline = selectors.offline_message_for_agent(
+                agent=agent, offline_message_id=offline_message_id
+            )
+        except OfflineMessage.DoesNotExist as error:
+            raise Http404 from error
+        offline = services.mark_offline_message_handled(offline_message=offline, agent=agent)
+        return Response(OfflineMessageOut(offline).data)

@@ -20,16 +20,44 @@
       body: new URLSearchParams(data),
       credentials: "same-origin",
     });
-    return response.json().catch(() => ({}));
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok && !answer.error) {
+      return { error: { message: `The server answered ${response.status}: reload the page and try again.` } };
+    }
+    return answer;
   }
 
   function nearBottom(list) {
     return list.scrollHeight - list.scrollTop - list.clientHeight < 120;
   }
 
+  // What a box shows last, without the CSRF tokens (masked anew in every answer).
+  const shown = new Map();
+  const withoutTokens = (html) => html.replace(/name="csrfmiddlewaretoken" value="[^"]*"/g, "");
+
+  // Replace a box's HTML (rendered and escaped by the server) only when it
+  // changed, keeping what the agent typed into its fields and the focus.
+  function render(box, html) {
+    const key = withoutTokens(html);
+    if (shown.get(box.id) === key) return;
+    shown.set(box.id, key);
+    const typed = new Map();
+    box.querySelectorAll("input[id], textarea[id]").forEach((field) => {
+      if (field.value) typed.set(field.id, field.value);
+    });
+    const focused = box.contains(document.activeElement) ? document.activeElement.id : "";
+    box.innerHTML = html;
+    typed.forEach((value, id) => {
+      const field = document.getElementById(id);
+      if (field && box.contains(field)) field.value = value;
+    });
+    const refocus = focused && document.getElementById(focused);
+    if (refocus) refocus.focus();
+  }
+
   function apply(data) {
     document.title = (data.queue_count ? `(${data.queue_count}) ` : "") + baseTitle;
-    document.getElementById("lists").innerHTML = data.lists_html;  // rendered and escaped by the server
+    render(document.getElementById("lists"), data.lists_html);
     if (!data.chat) return;
     const chat = data.chat;
     if (chat.state !== state) { window.location.reload(); return; }
@@ -46,14 +74,18 @@
     lastId = Math.max(lastId, chat.last_message_id);
     for (const [id, html] of Object.entries(chat.deliveries)) {
       const box = document.getElementById(`d-${id}`);
-      if (box && box.dataset.html !== html) { box.innerHTML = html; box.dataset.html = html; }
+      if (box) render(box, html);
     }
     document.getElementById("client-typing").hidden = !chat.client_typing;
-    const panel = document.getElementById("panel");
-    if (panel.dataset.html !== chat.panel_html) { panel.innerHTML = chat.panel_html; panel.dataset.html = chat.panel_html; }
+    render(document.getElementById("panel"), chat.panel_html);
   }
 
+  let timer = null;
+  let polling = false;
+  let again = false;
+
   async function poll() {
+    polling = true;
     try {
       const params = new URLSearchParams(chatId ? { chat: chatId, after: lastId } : {});
       const response = await fetch(`${page.dataset.liveUrl}?${params}`, { credentials: "same-origin" });
@@ -62,8 +94,23 @@
     } catch (error) {
       // offline for a moment: the next poll catches up
     } finally {
-      window.setTimeout(poll, POLL_MS);
+      polling = false;
+      timer = window.setTimeout(poll, again ? 0 : POLL_MS);
+      again = false;
     }
+  }
+
+  // After an action the page asks at once instead of within the second.
+  function pollNow() {
+    if (polling) { again = true; return; }
+    window.clearTimeout(timer);
+    poll();
+  }
+
+  const notice = document.getElementById("notice");
+  function tell(message) {
+    notice.textContent = message;
+    notice.hidden = !message;
   }
 
   const messages = document.getElementById("messages");
@@ -102,12 +149,17 @@
     });
   }
 
-  // Retry buttons come and go with live updates: one listener for all.
+  // The small forms (Retry, call steps, Mark handled, Assign) come and go with
+  // live updates: one listener for all. A refusal is shown above the page.
   document.addEventListener("submit", async (event) => {
     const form = event.target;
-    if (!form.classList || !form.classList.contains("retry-form")) return;
+    if (!form.classList || !form.classList.contains("live-form")) return;
     event.preventDefault();
-    await post(form.action, {});
+    const answer = await post(form.action, new FormData(form));
+    if (answer.error) { tell(answer.error.message); return; }
+    tell("");
+    form.reset();
+    pollNow();
   });
 
   poll();
