@@ -458,6 +458,8 @@ def request_crm_assign(*, chat: Chat, agent: Agent) -> Chat:
         raise InvalidState("the CRM did not offer to assign this chat")
     if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
         raise InvalidState("only the agent answering the chat can assign it")
+    if chat.crm_assigned_at is not None:
+        return chat  # pressing it twice asks the CRM once (a failed ask is redelivered)
     chat.crm_assigned_at = timezone.now()
     chat.save(update_fields=["crm_assigned_at"])
     events.publish(
@@ -514,6 +516,9 @@ def request_callback(*, channel: Channel, phone: str, client: Client | None = No
     """A client asks to be called back: the call waits for one of the
     channel's agents, and the telephony backend hears of it after commit."""
     number = normalise_phone(phone)
+    if client is not None:
+        # One open call per client: a second request waits for the first to commit.
+        client = Client.objects.select_for_update().get(pk=client.pk)
     reason = callback_unavailable_reason(channel=channel, client=client)
     if reason:
         raise CallbackUnavailable(reason)

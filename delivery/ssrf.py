@@ -126,6 +126,14 @@ def _numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
         return None
 
 
+def stray_character(url: str) -> str | None:
+    """The first ASCII character a URL may not hold unencoded (a backslash, a
+    space, a quote, a control character), or None. Parsers disagree on URLs
+    with such characters, so a check by one parser proves nothing about
+    where another — a browser, an HTTP client — goes."""
+    return next((ch for ch in url if ch.isascii() and ch not in _URL_CHARACTERS), None)
+
+
 def validate_endpoint_url(url: str) -> None:
     """The one check of an outbound target URL, wherever it is set.
 
@@ -146,7 +154,7 @@ def validate_endpoint_url(url: str) -> None:
         raise ValidationError("The URL must have a host.", code="host")
     if any(ch.isspace() for ch in url):
         raise ValidationError("The URL must not contain spaces.", code="invalid")
-    stray = next((ch for ch in url if ch.isascii() and ch not in _URL_CHARACTERS), None)
+    stray = stray_character(url)
     if stray is not None:
         # Parsers disagree on such URLs: with a backslash, http://127.0.0.1\@evil.com/
         # is evil.com to urlsplit and 127.0.0.1 to urllib3, which sends the request.

@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from delivery.models import Endpoint
+from delivery.ssrf import stray_character
 
 EVENTS = (
     "chat_accepted",
@@ -65,9 +66,14 @@ class IntegrationSettings(models.Model):
 
     def link_allowed(self, url: str) -> bool:
         """With Safe URL on, only links to the allowed domains (and their
-        subdomains) are shown; links that are not http(s) never are."""
+        subdomains) are shown; links that are not http(s) never are, nor
+        links a browser may read otherwise than we do (``\\`` in
+        ``https://evil.net\\@example.com/`` takes a browser to evil.net)."""
+        url = url.strip()
+        if stray_character(url) is not None:
+            return False
         try:
-            parts = urlsplit(url.strip())
+            parts = urlsplit(url)
         except ValueError:
             return False
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:

@@ -31,9 +31,10 @@ DOMAIN = re.compile(rf"(?=.{{1,253}}$)({LABEL}\.)*{LABEL}")
 # Anything that reads as a link in a text: a scheme, or www.
 LINK_IN_TEXT = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+")
 
-# What a CRM answer may hold, at most.
+# What a CRM answer may hold, at most; contact fields as the client's columns.
 MAX_FIELDS = 50
 MAX_TEXT = 1000
+CONTACT_LIMITS = {"name": 255, "phone": 100, "email": 255}
 
 
 class DevhookError(Exception):
@@ -204,8 +205,8 @@ def read_accept_reply(chat: Chat, reply: Any) -> bool:
         custom_data=clean_custom_data(reply.get("custom_data"), config),
         contact_info={
             field: value
-            for field in ("name", "phone", "email")
-            if (value := _string(contact.get(field), 255).strip())
+            for field, limit in CONTACT_LIMITS.items()
+            if (value := _string(contact.get(field), limit).strip())
         },
         crm_link=safe_link(reply.get("crm_link"), config),
         enable_assign=reply.get("enable_assign") is True,

@@ -238,3 +238,20 @@ def test_the_schema_refuses_null_where_the_spec_has_an_object(
     holder[path[-1]] = None
     with pytest.raises(AssertionError):
         assert_valid(body)
+
+
+def test_pressing_assign_twice_asks_the_crm_once(scene: Scene) -> None:
+    chat = scene.active_chat()
+    services.set_crm_panel(
+        chat=chat,
+        custom_data=[],
+        contact_info={},
+        crm_link="https://crm.example.com/card/7",
+        enable_assign=True,
+        page={},
+    )
+    services.request_crm_assign(chat=chat, agent=scene.agent)
+    services.request_crm_assign(chat=chat, agent=scene.agent)
+
+    [body] = bodies("chat_assigned")
+    assert body["assign_to"] == "https://crm.example.com/card/7"

@@ -156,3 +156,31 @@ def test_an_answer_to_other_events_is_only_judged(scene: Scene, crm: Target) -> 
     assert delivery.status == Delivery.Status.DELIVERED
     chat.refresh_from_db()
     assert chat.custom_data == []
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "https://evil.net\\@example.com/x",
+        "https://evil.net\\.example.com/",
+        'https://example.com/"onmouseover="x',
+        "https://example.com/a b",
+    ],
+)
+def test_safe_url_refuses_links_a_browser_reads_otherwise(scene: Scene, link: str) -> None:
+    config, _ = set_developer_webhook(
+        url="http://127.0.0.1:9/crm", safe_url_domains=["example.com"]
+    )
+    assert not config.link_allowed(link)
+    assert config.link_allowed("https://crm.example.com/card/7?a=1#b")
+
+
+def test_an_overlong_contact_detail_is_cut_not_fatal(scene: Scene, crm: Target) -> None:
+    long_phone = "+49 " + "1" * 200
+    body = {**ANSWER, "contact_info": {"name": "N" * 300, "phone": long_phone}}
+    chat, delivery = accept_and_answer(scene, crm, answer(body))
+
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert chat.crm_link == ANSWER["crm_link"]  # the rest of the answer is shown
+    scene.client.refresh_from_db()
+    assert scene.client.phone == long_phone[:100] and len(scene.client.name) == 255
