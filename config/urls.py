@@ -34,6 +34,11 @@ def agent_api_root(request: Request) -> Response:
                 "accept": f"{base}chats/{{id}}/accept",
                 "finish": f"{base}chats/{{id}}/finish",
                 "typing": f"{base}chats/{{id}}/typing",
+                "assign": f"{base}chats/{{id}}/assign",
+                "calls": f"{base}calls",
+                "call_progress": f"{base}calls/{{id}}/progress",
+                "offline_messages": f"{base}offline-messages",
+                "offline_message_handled": f"{base}offline-messages/{{id}}/handled",
             },
         }
     )
