@@ -347,8 +347,14 @@ def _lock_endpoint(endpoint_id: int) -> None:
 
     Lock order, everywhere: the endpoint's row, then its deliveries' rows.
     (On SQLite, a no-op: its transactions take the database's write lock.)
+
+    FOR NO KEY UPDATE: it excludes the other workers, yet lets a web process
+    insert a delivery for this endpoint meanwhile (the foreign key check takes
+    FOR KEY SHARE). With FOR UPDATE, a result handler that waits for a chat's
+    lock deadlocked with a web request that held that chat and enqueued to
+    the same endpoint (seen with one developer webhook URL for every chat).
     """
-    Endpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+    Endpoint.objects.select_for_update(no_key=True).filter(pk=endpoint_id).first()
 
 
 @transaction.atomic
@@ -704,7 +710,7 @@ def _count_failure(endpoint_id: int, *, error: str) -> None:
     limit = settings.DELIVERY_AUTO_DISABLE_AFTER
     if limit <= 0:
         return
-    endpoint = Endpoint.objects.select_for_update().get(pk=endpoint_id)
+    endpoint = Endpoint.objects.select_for_update(no_key=True).get(pk=endpoint_id)
     if endpoint.active and endpoint.consecutive_failures >= limit:
         reason = (
             f"switched off after {endpoint.consecutive_failures} consecutive failed "
