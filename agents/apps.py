@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     name = "agents"
     verbose_name = "Conversations"
+
+    def ready(self) -> None:
+        from agents import live
+
+        live.connect()

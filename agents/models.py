@@ -413,3 +413,25 @@ class OfflineMessage(models.Model):
 
     def __str__(self) -> str:
         return f"offline message {self.pk} from {self.name or self.email or self.phone}"
+
+
+class LiveEvent(models.Model):
+    """One change a live stream tells (docs/live.md): kept for replay after a
+    reconnect (``Last-Event-ID``), and read by each web process in the
+    embedded default, where there is no Redis to fan it out."""
+
+    id = models.BigAutoField(primary_key=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+    kind = models.CharField(max_length=40)
+    # Who hears it: the agents of the channel; the client (its visitor stream)
+    # only when ``for_client``.
+    channel_id = models.BigIntegerField()
+    client_id = models.BigIntegerField(null=True, blank=True)
+    for_client = models.BooleanField(default=False)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [models.Index(fields=["channel_id", "id"], name="live_channel_idx")]
+
+    def __str__(self) -> str:
+        return f"live {self.pk} {self.kind}"

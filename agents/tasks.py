@@ -8,7 +8,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import idempotency, ratelimit, services
+from agents import idempotency, live, ratelimit, services
 from agents.models import Chat
 
 
@@ -37,3 +37,9 @@ def forget_rate_limit_hits() -> int:
 def forget_idempotency_keys() -> int:
     """Forget inbound ``Idempotency-Key``s older than IDEMPOTENCY_KEY_HOURS; returns how many."""
     return idempotency.forget_old_keys()
+
+
+@shared_task
+def forget_live_events() -> int:
+    """Delete live events older than LIVE_REPLAY_MINUTES; returns how many."""
+    return live.forget_old_events()

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents import views
+from agents import streams, views
 
 app_name = "agent"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("live", views.live, name="live"),
+    path("stream", streams.agent_stream, name="stream"),
     path("status", views.status, name="status"),
     path("history/", views.history, name="history"),
     path("chats/<int:chat_id>/", views.home, name="chat"),

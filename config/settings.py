@@ -416,3 +416,20 @@ CELERY_BEAT_SCHEDULE["delivery-sweep"] = {
     # A sweep that waited longer than its interval is replaced by the next one.
     "options": {"queue": "delivery", "expires": DELIVERY_SWEEP_SECONDS * 2},
 }
+
+# --- live streams (docs/live.md) -------------------------------------------
+# How long events are kept for a reconnecting stream (Last-Event-ID).
+LIVE_REPLAY_MINUTES = env.int("LIVE_REPLAY_MINUTES", default=10)
+# Without Redis, each web process reads new events this often.
+LIVE_POLL_SECONDS = env.float("LIVE_POLL_SECONDS", default=0.5)
+# A comment line this often keeps proxies from closing an idle stream.
+LIVE_HEARTBEAT_SECONDS = env.float("LIVE_HEARTBEAT_SECONDS", default=15.0)
+# The browser's wait before it reconnects a dropped stream.
+LIVE_RETRY_MILLISECONDS = env.int("LIVE_RETRY_MILLISECONDS", default=2000)
+# Rows this young are read again: a transaction may commit after a later id.
+LIVE_LATE_COMMIT_SECONDS = 3.0
+CELERY_BEAT_SCHEDULE["forget-live-events"] = {
+    "task": "agents.tasks.forget_live_events",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
+}

@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.streams import agent_api_stream
 from config import errors
 from config.api_errors import allow_methods
 
@@ -34,6 +35,7 @@ def agent_api_root(request: Request) -> Response:
                 "accept": f"{base}chats/{{id}}/accept",
                 "finish": f"{base}chats/{{id}}/finish",
                 "typing": f"{base}chats/{{id}}/typing",
+                "stream": f"{base}stream",
                 "assign": f"{base}chats/{{id}}/assign",
                 "calls": f"{base}calls",
                 "call_progress": f"{base}calls/{{id}}/progress",
@@ -53,6 +55,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("agent/", include("agents.urls")),
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
+    path("api/agent/v1/stream", agent_api_stream, name="agent-api-stream"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),
     path("", include("bots.urls")),

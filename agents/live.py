@@ -1,0 +1,184 @@
+"""What live streams tell, written once (docs/live.md).
+
+Each change of the core that a person watches becomes one ``LiveEvent`` row,
+written in the transaction of the change: a rolled-back change tells nobody,
+and a reconnecting stream replays the rows it missed. After the commit the
+row is published on Redis (``REDIS_URL``) for every web process's hub; in
+the embedded default each hub reads new rows itself (``agents.streams``).
+
+Events carry what a page needs to show the change without asking again for
+small things (a message's text, a typing state); the agent pages ask for
+rendered HTML only for what they show in full.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents import events
+from agents.models import Call, Chat, LiveEvent, Message, OfflineMessage
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "switchboard:live"
+
+# What a visitor's own stream may hear of its chat; notes are for agents only.
+CLIENT_VISIBLE_AUTHORS = (Message.Author.CLIENT, Message.Author.AGENT, Message.Author.BOT)
+
+
+def as_dict(row: LiveEvent) -> dict[str, Any]:
+    return {
+        "id": row.pk,
+        "kind": row.kind,
+        "channel_id": row.channel_id,
+        "client_id": row.client_id,
+        "for_client": row.for_client,
+        "data": row.data,
+    }
+
+
+def _redis_publish(payload: str) -> None:
+    from agents.streams import redis_client  # the one client per process
+
+    try:
+        redis_client().publish(CHANNEL, payload)
+    except Exception:  # a hub that missed it catches up from the table
+        logger.warning("live.publish_failed", exc_info=True)
+
+
+def record(
+    kind: str, data: dict[str, Any], *, channel_id: int, client_id: int | None = None,
+    for_client: bool = False,
+) -> LiveEvent:  # fmt: skip
+    """Write one event in the caller's transaction; publish it after commit."""
+    row = LiveEvent.objects.create(
+        kind=kind, data=data, channel_id=channel_id, client_id=client_id, for_client=for_client
+    )
+    if settings.REDIS_URL:
+        payload = json.dumps(as_dict(row), default=str)
+        transaction.on_commit(lambda: _redis_publish(payload))
+    return row
+
+
+def forget_old_events() -> int:
+    """Delete events older than ``LIVE_REPLAY_MINUTES``; returns how many."""
+    cutoff = timezone.now() - timedelta(minutes=settings.LIVE_REPLAY_MINUTES)
+    deleted, _ = LiveEvent.objects.filter(created__lt=cutoff).delete()
+    return deleted
+
+
+# --- the core's events as live events ---------------------------------------
+
+
+def _chat(chat_id: int) -> Chat:
+    return Chat.objects.only("id", "channel_id", "client_id", "state").get(pk=chat_id)
+
+
+def _chat_event(kind: str, chat: Chat, data: dict[str, Any], *, for_client: bool) -> None:
+    record(
+        kind,
+        {"chat_id": chat.pk, "state": chat.state, **data},
+        channel_id=chat.channel_id,
+        client_id=chat.client_id,
+        for_client=for_client,
+    )
+
+
+def message_data(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.pk,
+        "author": message.author,
+        "type": message.type,
+        "text": message.text,
+        "sender_name": message.sender_name or (message.agent.name if message.agent else ""),
+        "created": message.created.isoformat(),
+    }
+
+
+def on_message_posted(event: events.MessagePosted) -> None:
+    message = Message.objects.select_related("agent").get(pk=event.message_id)
+    chat = _chat(event.chat_id)
+    _chat_event(
+        "message",
+        chat,
+        {"message": message_data(message)},
+        for_client=message.author in CLIENT_VISIBLE_AUTHORS,
+    )
+
+
+def on_chat_state(event: events.Event) -> None:
+    chat = _chat(event.chat_id)  # type: ignore[attr-defined]  # every chat event has it
+    kind = {
+        events.ChatOpened: "chat.opened",
+        events.ChatQueued: "chat.queued",
+        events.ChatReturnedToBot: "chat.returned_to_bot",
+        events.ChatAccepted: "chat.accepted",
+        events.ChatFinished: "chat.finished",
+    }[type(event)]
+    # The client hears that an agent took its chat and that it ended.
+    for_client = kind in ("chat.accepted", "chat.finished")
+    _chat_event(kind, chat, {}, for_client=for_client)
+
+
+def on_typing(event: events.TypingChanged) -> None:
+    chat = _chat(event.chat_id)
+    _chat_event(
+        "typing",
+        chat,
+        {"who": event.who, "typing": event.typing},
+        for_client=event.who == "agent",
+    )
+
+
+def on_delivery(event: events.MessageDeliveryChanged) -> None:
+    chat = _chat(event.chat_id)
+    data = {"message_id": event.message_id, "status": event.status}
+    _chat_event("message.delivery", chat, data, for_client=False)
+
+
+def on_crm_panel(event: events.CrmPanelChanged) -> None:
+    _chat_event("crm.panel", _chat(event.chat_id), {}, for_client=False)
+
+
+def on_client_updated(event: events.ClientUpdated) -> None:
+    if event.chat_id is not None:
+        _chat_event("client.updated", _chat(event.chat_id), {}, for_client=False)
+
+
+def on_call(event: events.CallChanged) -> None:
+    call = Call.objects.only("id", "channel_id", "client_id").get(pk=event.call_id)
+    data = {"call_id": call.pk, "status": event.status}
+    record("call", data, channel_id=call.channel_id, client_id=call.client_id)
+
+
+def on_offline_message(event: events.OfflineMessageReceived | events.OfflineMessageHandled) -> None:
+    offline = OfflineMessage.objects.only("id", "channel_id").get(pk=event.offline_message_id)
+    handled = isinstance(event, events.OfflineMessageHandled)
+    data = {"offline_message_id": offline.pk, "handled": handled}
+    record("offline_message", data, channel_id=offline.channel_id)
+
+
+def connect() -> None:
+    events.subscribe(events.MessagePosted, on_message_posted)
+    for kind in (
+        events.ChatOpened,
+        events.ChatQueued,
+        events.ChatReturnedToBot,
+        events.ChatAccepted,
+        events.ChatFinished,
+    ):
+        events.subscribe(kind, on_chat_state)
+    events.subscribe(events.TypingChanged, on_typing)
+    events.subscribe(events.MessageDeliveryChanged, on_delivery)
+    events.subscribe(events.CrmPanelChanged, on_crm_panel)
+    events.subscribe(events.ClientUpdated, on_client_updated)
+    events.subscribe(events.CallChanged, on_call)
+    events.subscribe(events.OfflineMessageReceived, on_offline_message)
+    events.subscribe(events.OfflineMessageHandled, on_offline_message)

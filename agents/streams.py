@@ -1,0 +1,294 @@
+"""Live streams (server-sent events) for agents, and their per-process hub
+(docs/live.md).
+
+A stream is an async view: while it waits it holds no thread and no database
+connection, only a queue in the process's ``Hub``. The hub hears every live
+event once per process — from Redis pub/sub when ``REDIS_URL`` is set, else
+by reading the ``LiveEvent`` table twice a second (one query per process, not
+per stream) — and hands each to the streams entitled to it. A reconnecting
+stream sends ``Last-Event-ID`` and is first given what it missed, from the
+table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cache
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib import auth
+from django.db import connections
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.live import CHANNEL, as_dict
+from agents.models import Agent, LiveEvent
+from agents.tokens import agent_for_key
+from config.api_errors import error_response, method_not_allowed
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+QUEUE_SIZE = 1000  # events a slow stream may fall behind before it is closed
+REPLAY_LIMIT = 1000
+RECENT = 4096  # ids a hub remembers, so a row seen twice is handed on once
+
+
+@cache
+def redis_client() -> Any:
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+async def in_thread(query: Callable[[], T]) -> T:
+    """Run a database query in a worker thread and give its connection back
+    at once: an open stream keeps no connection while it waits."""
+
+    def run() -> T:
+        try:
+            return query()
+        finally:
+            connections.close_all()
+
+    return await sync_to_async(run, thread_sensitive=False)()
+
+
+@dataclass(eq=False)
+class Listener:
+    """One open stream: who it is for, and its queue."""
+
+    channel_ids: frozenset[int] = frozenset()
+    client_id: int | None = None
+    queue: asyncio.Queue[dict[str, Any] | None] = field(
+        default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
+    )
+
+    def wants(self, event: dict[str, Any]) -> bool:
+        if self.client_id is not None:
+            return bool(event["for_client"]) and event["client_id"] == self.client_id
+        return event["channel_id"] in self.channel_ids
+
+    def audience(self) -> dict[str, Any]:
+        """The same rule as ``wants``, as a filter of the table."""
+        if self.client_id is not None:
+            return {"client_id": self.client_id, "for_client": True}
+        return {"channel_id__in": self.channel_ids}
+
+
+class Hub:
+    """The streams of this process and the one source of their events."""
+
+    def __init__(self) -> None:
+        self.listeners: set[Listener] = set()
+        self.task: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.last_id = 0
+        self.started = timezone.now()
+        self.recent: OrderedDict[int, None] = OrderedDict()
+
+    def add(self, listener: Listener) -> None:
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop:  # a new event loop (a test's): start afresh on it
+            self.listeners, self.task, self.loop = set(), None, loop
+        self.listeners.add(listener)
+        if self.task is None:
+            self.task = loop.create_task(self.run())
+
+    def remove(self, listener: Listener) -> None:
+        self.listeners.discard(listener)
+
+    def dispatch(self, event: dict[str, Any]) -> None:
+        if event["id"] in self.recent:
+            return
+        self.recent[event["id"]] = None
+        if len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
+        self.last_id = max(self.last_id, event["id"])
+        for listener in list(self.listeners):
+            if listener.wants(event):
+                try:
+                    listener.queue.put_nowait(event)
+                except asyncio.QueueFull:  # far behind: end it; it reconnects and replays
+                    self.remove(listener)
+                    with contextlib.suppress(asyncio.QueueFull):
+                        listener.queue.get_nowait()
+                        listener.queue.put_nowait(None)
+
+    async def run(self) -> None:
+        """Hear events while there are streams; ends with the last one."""
+        try:
+            # A stream hears what happens from when it opens (what it missed
+            # before comes from its Last-Event-ID): nothing older is handed on.
+            self.started = timezone.now()
+            self.last_id = await in_thread(newest_event_id)
+            while self.listeners:
+                try:
+                    if settings.REDIS_URL:
+                        await self._from_redis()
+                    else:
+                        await self._from_table()
+                except Exception:
+                    logger.warning("live.hub_error", exc_info=True)
+                    await asyncio.sleep(1)
+        finally:
+            # No await between the last look at the listeners and this: a
+            # stream added meanwhile starts a new task.
+            self.task = None
+
+    async def _catch_up(self) -> None:
+        """Rows not yet seen: new ones, and those of the last seconds again
+        (a transaction that took an id before another may commit after it)."""
+        late = timezone.now() - timedelta(seconds=settings.LIVE_LATE_COMMIT_SECONDS)
+        since, last = max(late, self.started), self.last_id
+
+        def query() -> list[dict[str, Any]]:
+            rows = LiveEvent.objects.filter(id__gt=last) | LiveEvent.objects.filter(
+                created__gte=since
+            )
+            return [as_dict(row) for row in rows.order_by("id")[:REPLAY_LIMIT]]
+
+        for event in await in_thread(query):
+            self.dispatch(event)
+
+    async def _from_table(self) -> None:
+        while self.listeners:
+            await self._catch_up()
+            await asyncio.sleep(settings.LIVE_POLL_SECONDS)
+
+    async def _from_redis(self) -> None:
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(settings.REDIS_URL)
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe(CHANNEL)
+            await self._catch_up()  # what came while we were not subscribed
+            while self.listeners:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                if message is not None:
+                    self.dispatch(json.loads(message["data"]))
+        finally:
+            await pubsub.aclose()
+            await client.aclose()
+
+
+hub = Hub()
+
+
+def newest_event_id() -> int:
+    return LiveEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def sse(event: dict[str, Any]) -> str:
+    body = json.dumps({"kind": event["kind"], **event["data"]}, separators=(",", ":"))
+    return f"id: {event['id']}\nevent: {event['kind']}\ndata: {body}\n\n"
+
+
+async def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[str, Any]]:
+    """What ``listener`` missed after event ``after``. When the stream ``asked``
+    for it (Last-Event-ID) and some of it is no longer kept, a ``reset``
+    comes first: the page must load its state afresh."""
+    oldest = timezone.now() - timedelta(minutes=settings.LIVE_REPLAY_MINUTES)
+
+    def query() -> tuple[bool, list[dict[str, Any]]]:
+        rows = LiveEvent.objects.filter(id__gt=after, **listener.audience()).order_by("id")
+        missed = [as_dict(row) for row in rows[:REPLAY_LIMIT]]
+        dropped = asked and LiveEvent.objects.filter(id__lte=after, created__lt=oldest).exists()
+        gone = asked and not LiveEvent.objects.filter(id__lte=after).exists() and after > 0
+        return (dropped or gone or len(missed) == REPLAY_LIMIT), missed
+
+    gap, missed = await in_thread(query)
+    reset = {"id": after, "kind": "reset", "data": {"reason": "events were missed"}}
+    return ([reset] if gap else []) + missed
+
+
+async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
+    """The stream: what it missed since ``after`` (or since it opened), then
+    each event as it comes, a heartbeat comment when there is none."""
+    asked = bool(after)
+    if not asked:
+        after = await in_thread(newest_event_id)
+    hub.add(listener)
+    sent: set[int] = set()
+    try:
+        yield f"retry: {settings.LIVE_RETRY_MILLISECONDS}\n\n"
+        # Also what committed between reading ``after`` and joining the hub.
+        for event in await replay(listener, after, asked=asked):
+            sent.add(event["id"])
+            yield sse(event)
+        yield ": connected\n\n"
+        while True:
+            try:
+                next_event: dict[str, Any] | None = await asyncio.wait_for(
+                    listener.queue.get(), timeout=settings.LIVE_HEARTBEAT_SECONDS
+                )
+            except TimeoutError:
+                yield ": heartbeat\n\n"
+                continue
+            if next_event is None:
+                return  # fell too far behind: the browser reconnects and replays
+            if next_event["id"] in sent:
+                continue
+            sent.add(next_event["id"])
+            if len(sent) > RECENT:
+                sent.clear()
+            yield sse(next_event)
+    finally:
+        hub.remove(listener)
+
+
+def last_event_id(request: HttpRequest) -> int:
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 19 else 0
+
+
+def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        event_stream(listener, last_event_id(request)), content_type="text/event-stream"
+    )
+    response["Cache-Control"] = "no-cache, no-store"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
+    return response
+
+
+async def agent_listener(agent: Agent) -> Listener:
+    ids = await in_thread(lambda: frozenset(agent.channels.values_list("id", flat=True)))
+    return Listener(channel_ids=ids)
+
+
+@csrf_exempt  # GET only: any other method is answered 405, never acted on
+async def agent_stream(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """``GET /agent/stream``: everything that changes on the agent pages."""
+    if request.method != "GET":
+        return HttpResponse(status=405, headers={"Allow": "GET"})
+    user = await in_thread(lambda: auth.get_user(request))
+    if not isinstance(user, Agent) or not user.is_active:
+        return HttpResponse("sign in first", status=403, content_type="text/plain")
+    return stream_response(await agent_listener(user), request)
+
+
+@csrf_exempt  # token auth, no cookie; GET only
+async def agent_api_stream(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """``GET /api/agent/v1/stream``: the agent stream for tools, with the
+    agent API's ``Authorization: Token <key>``."""
+    if request.method != "GET":
+        return method_not_allowed("GET")
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "token" or not key.strip():
+        return error_response(401, "send the header Authorization: Token <key>")
+    agent = await in_thread(lambda: agent_for_key(key.strip()))
+    if agent is None:
+        return error_response(401, "token is not valid")
+    return stream_response(await agent_listener(agent), request)
