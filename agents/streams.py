@@ -32,7 +32,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.live import CHANNEL, as_dict
-from agents.models import Agent, LiveEvent
+from agents.models import Agent, Channel, LiveEvent
 from agents.tokens import agent_for_key
 from config.api_errors import error_response, method_not_allowed
 
@@ -70,6 +70,7 @@ class Listener:
     """One open stream: who it is for, and its queue."""
 
     channel_ids: frozenset[int] = frozenset()
+    agent_id: int | None = None  # an agent's stream follows the agent's channels
     client_id: int | None = None
     queue: asyncio.Queue[dict[str, Any] | None] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
@@ -109,6 +110,20 @@ class Hub:
     def remove(self, listener: Listener) -> None:
         self.listeners.discard(listener)
 
+    async def refresh_channels(self) -> None:
+        """Follow changes of who is assigned to which channel (one query for
+        every agent stream of this process)."""
+        agents = {listener.agent_id for listener in self.listeners if listener.agent_id}
+        if not agents:
+            return
+        pairs = await in_thread(lambda: list(channel_pairs(agents)))
+        channels: dict[int, set[int]] = {agent: set() for agent in agents}
+        for agent_id, channel_id in pairs:
+            channels[agent_id].add(channel_id)
+        for listener in list(self.listeners):
+            if listener.agent_id in channels:
+                listener.channel_ids = frozenset(channels[listener.agent_id])
+
     def dispatch(self, event: dict[str, Any]) -> None:
         if event["id"] in self.recent:
             return
@@ -133,15 +148,21 @@ class Hub:
             # before comes from its Last-Event-ID): nothing older is handed on.
             self.started = timezone.now()
             self.last_id = await in_thread(newest_event_id)
-            while self.listeners:
-                try:
-                    if settings.REDIS_URL:
-                        await self._from_redis()
-                    else:
-                        await self._from_table()
-                except Exception:
-                    logger.warning("live.hub_error", exc_info=True)
-                    await asyncio.sleep(1)
+            members = asyncio.get_running_loop().create_task(
+                self._every_while(settings.LIVE_MEMBERSHIP_SECONDS, self.refresh_channels)
+            )
+            try:
+                while self.listeners:
+                    try:
+                        if settings.REDIS_URL:
+                            await self._from_redis()
+                        else:
+                            await self._from_table()
+                    except Exception:
+                        logger.warning("live.hub_error", exc_info=True)
+                        await asyncio.sleep(1)
+            finally:
+                members.cancel()
         finally:
             # No await between the last look at the listeners and this: a
             # stream added meanwhile starts a new task.
@@ -162,10 +183,14 @@ class Hub:
         for event in await in_thread(query):
             self.dispatch(event)
 
-    async def _from_table(self) -> None:
+    async def _every_while(self, seconds: float, step: Callable[[], Any]) -> None:
+        """``step`` every ``seconds`` while there are streams."""
         while self.listeners:
-            await self._catch_up()
-            await asyncio.sleep(settings.LIVE_POLL_SECONDS)
+            await step()
+            await asyncio.sleep(seconds)
+
+    async def _from_table(self) -> None:
+        await self._every_while(settings.LIVE_POLL_SECONDS, self._catch_up)
 
     async def _from_redis(self) -> None:
         import redis.asyncio
@@ -185,6 +210,12 @@ class Hub:
 
 
 hub = Hub()
+
+
+def channel_pairs(agent_ids: set[int]) -> Any:
+    """(agent id, channel id) for each channel the agents are assigned to."""
+    assignments = Channel.agents.through.objects.filter(agent_id__in=agent_ids)
+    return assignments.values_list("agent_id", "channel_id")
 
 
 def newest_event_id() -> int:
@@ -265,7 +296,7 @@ def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpRe
 
 async def agent_listener(agent: Agent) -> Listener:
     ids = await in_thread(lambda: frozenset(agent.channels.values_list("id", flat=True)))
-    return Listener(channel_ids=ids)
+    return Listener(channel_ids=ids, agent_id=agent.pk)
 
 
 @csrf_exempt  # GET only: any other method is answered 405, never acted on

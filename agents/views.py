@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors, services
 from agents.api.serializers import MessageIn
 from agents.models import Agent, Call, Chat, Message, OfflineMessage
+from agents.streams import newest_event_id
 
 MESSAGE_PAGE = 500
 LIST_LENGTH = 100
@@ -105,8 +106,10 @@ def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
 @require_GET
 def home(request: HttpRequest, chat_id: int | None = None) -> HttpResponse:
     agent = _agent(request)
+    # Read before the page's state: the stream replays what comes after it.
+    live_id = newest_event_id()
     chat = _chat(request, chat_id) if chat_id is not None else None
-    context = _lists(agent, chat=chat, back=request.path)
+    context = {**_lists(agent, chat=chat, back=request.path), "live_id": live_id}
     if chat is not None:
         context.update(_chat_context(agent, chat))
     return render(request, "agents/workspace.html", context)

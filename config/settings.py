@@ -433,3 +433,5 @@ CELERY_BEAT_SCHEDULE["forget-live-events"] = {
     "schedule": 60.0,
     "options": {"expires": 60.0},
 }
+# An agent's open streams follow changes of its channels this often.
+LIVE_MEMBERSHIP_SECONDS = env.float("LIVE_MEMBERSHIP_SECONDS", default=2.0)

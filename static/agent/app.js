@@ -1,11 +1,21 @@
-// Switchboard agent pages: one poll a second keeps the page live; typing is
-// sent while the agent types and stops after a pause. No library needed.
+// Switchboard agent pages: the page's stream (/agent/stream, docs/live.md)
+// says when something changed and the page then asks /agent/live for it; when
+// no stream can be held, one poll a second does the same. Typing is sent while
+// the agent types and stops after a pause. No library needed.
 (() => {
   "use strict";
   const page = document.getElementById("workspace");
   if (!page) return;
 
   const POLL_MS = 1000;
+  // A stream that is not open after this long (a proxy that buffers, a
+  // browser without EventSource) leaves the page to the poll.
+  const STREAM_GRACE_MS = 5000;
+  const STREAM_EVENTS = [
+    "chat.opened", "chat.queued", "chat.returned_to_bot", "chat.accepted", "chat.finished",
+    "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
+    "offline_message", "reset",
+  ];
   const TYPING_PAUSE_MS = 3000;
   const chatId = page.dataset.chat || "";
   let lastId = Number(page.dataset.last || 0);
@@ -83,6 +93,7 @@
   let timer = null;
   let polling = false;
   let again = false;
+  let streaming = false;  // while the stream is open, the page asks only when told
 
   async function poll() {
     polling = true;
@@ -95,7 +106,7 @@
       // offline for a moment: the next poll catches up
     } finally {
       polling = false;
-      timer = window.setTimeout(poll, again ? 0 : POLL_MS);
+      if (again || !streaming) timer = window.setTimeout(poll, again ? 0 : POLL_MS);
       again = false;
     }
   }
@@ -162,5 +173,34 @@
     pollNow();
   });
 
-  poll();
+  // The stream: each event is a cue to ask for what changed (one request for
+  // a burst of events). The browser reconnects a dropped stream by itself and
+  // sends the last event id it saw; the server replays what was missed.
+  function listen() {
+    if (!window.EventSource || !page.dataset.streamUrl) return false;
+    const after = encodeURIComponent(page.dataset.liveId || "0");
+    const source = new EventSource(`${page.dataset.streamUrl}?last_event_id=${after}`);
+    let grace = null;
+    const fallBack = () => {
+      streaming = false;
+      window.clearTimeout(timer);
+      if (!polling) poll();  // a poll in flight schedules the next one itself
+    };
+    grace = window.setTimeout(fallBack, STREAM_GRACE_MS);
+    source.addEventListener("open", () => {
+      window.clearTimeout(grace);
+      streaming = true;
+      pollNow();  // what changed while it was not open
+    });
+    source.addEventListener("error", () => {
+      if (!streaming) return;
+      streaming = false;  // the poll bridges the gap until it reopens
+      window.clearTimeout(grace);
+      grace = window.setTimeout(fallBack, source.readyState === EventSource.CLOSED ? 0 : POLL_MS);
+    });
+    STREAM_EVENTS.forEach((kind) => source.addEventListener(kind, () => pollNow()));
+    return true;
+  }
+
+  if (!listen()) poll();
 })();

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.web.server import WebServer
+
 # Playwright's sync API runs an event loop in the test thread; the ORM calls
 # made by the tests themselves are still synchronous and safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -46,6 +48,21 @@ def chromium() -> Iterator[object]:
         browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def _web_process(django_db_setup: None) -> Iterator[WebServer]:
+    server = WebServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def web_process(transactional_db: None, _web_process: WebServer) -> WebServer:
+    """The real web process (gunicorn with uvicorn workers, as the Procfile
+    runs it), not Django's threaded test server: the pages' live stream
+    needs an ASGI server. It serves the test database."""
+    return _web_process
 
 
 @pytest.fixture

@@ -15,12 +15,13 @@ import pytest
 import requests
 from playwright.sync_api import Browser, Page, Request, expect
 
+from agents import services
 from agents.models import Agent, Chat
 from bots.services import attach_bot, create_bot_provider
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
 from tests.delivery.target import Reply, Target
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, ClientFactory, text
 from tests.worker import Worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -66,9 +67,9 @@ class Integrator:
 
 
 @pytest.fixture
-def page(chromium: Browser, live_server: Any) -> Iterator[Page]:
+def page(chromium: Browser, web_process: Any) -> Iterator[Page]:
     context = chromium.new_context(
-        viewport={"width": 1366, "height": 800}, base_url=live_server.url
+        viewport={"width": 1366, "height": 800}, base_url=web_process.url
     )
     page = context.new_page()
     yield page
@@ -85,10 +86,10 @@ def sign_in(page: Page, email: str = "alice@example.com") -> None:
 
 
 def test_an_agents_day(
-    page: Page, live_server: Any, chat_api: ChatApiChannel, target: Target,
+    page: Page, web_process: Any, chat_api: ChatApiChannel, target: Target,
     celery_worker: Worker, screenshots: Path,
 ) -> None:  # fmt: skip
-    integrator = Integrator(live_server.url, chat_api)
+    integrator = Integrator(web_process.url, chat_api)
     page.goto("/agent/login/")
     page.screenshot(path=screenshots / "login.png")
     sign_in(page)
@@ -181,13 +182,13 @@ def test_an_agents_day(
 
 
 def test_phone_layout(
-    chromium: Browser, live_server: Any, chat_api: ChatApiChannel, alice: Agent, screenshots: Path
+    chromium: Browser, web_process: Any, chat_api: ChatApiChannel, alice: Agent, screenshots: Path
 ) -> None:
     context = chromium.new_context(
-        viewport={"width": 390, "height": 844}, base_url=live_server.url, is_mobile=True
+        viewport={"width": 390, "height": 844}, base_url=web_process.url, is_mobile=True
     )
     page = context.new_page()
-    Integrator(live_server.url, chat_api).post(
+    Integrator(web_process.url, chat_api).post(
         {"id": "p-1", "name": "Phone User"}, {"type": "text", "text": "Hi from my phone"}
     )
     sign_in(page)
@@ -201,13 +202,13 @@ def test_phone_layout(
 
 
 def test_an_agent_only_sees_its_channels(
-    chromium: Browser, live_server: Any, chat_api: ChatApiChannel
+    chromium: Browser, web_process: Any, chat_api: ChatApiChannel
 ) -> None:
     AgentFactory.create(email="bob@example.com", name="Bob")
-    Integrator(live_server.url, chat_api).post(
+    Integrator(web_process.url, chat_api).post(
         {"id": 1, "name": "Secret Customer"}, {"type": "text", "text": "hi"}
     )
-    context = chromium.new_context(base_url=live_server.url)
+    context = chromium.new_context(base_url=web_process.url)
     page = context.new_page()
     sign_in(page, "bob@example.com")
     page.wait_for_timeout(1500)  # a live poll or two
@@ -217,23 +218,29 @@ def test_an_agent_only_sees_its_channels(
     context.close()
 
 
-def test_an_open_page_asks_at_most_once_a_second(
+def test_an_open_page_holds_one_stream_and_asks_only_when_told(
     page: Page, alice: Agent, chat_api: ChatApiChannel
 ) -> None:
-    sign_in(page)
-    polls: list[str] = []
+    asked: list[str] = []
 
     def count(request: Request) -> None:
-        if "/agent/live" in request.url:
-            polls.append(request.url)
+        if "/agent/live" in request.url or "/agent/stream" in request.url:
+            asked.append(request.url.split("?")[0].rsplit("/", 1)[1])
 
     page.on("request", count)
-    page.wait_for_timeout(5000)
-    assert 3 <= len(polls) <= 6, polls  # about one a second, whatever the number of chats
+    sign_in(page)
+    page.wait_for_timeout(4000)
+    # One stream, and one catch-up as it opens: an idle page asks nothing more.
+    assert asked == ["stream", "live"], asked
+
+    client = ClientFactory.create(channel=chat_api.channel, name="Nora")
+    services.post_client_message(client=client, content=text("Are you there?"))
+    expect(page.get_by_test_id("queued-chat")).to_contain_text("Are you there?", timeout=3000)
+    assert asked.count("stream") == 1 and asked.count("live") >= 2, asked
 
 
 def test_a_bot_chat_shows_live_and_the_agent_takes_it_over(
-    page: Page, live_server: Any, chat_api: ChatApiChannel, target: Target,
+    page: Page, web_process: Any, chat_api: ChatApiChannel, target: Target,
     celery_worker: Worker,
 ) -> None:  # fmt: skip
     provider_server = Target("127.0.0.1").start()
@@ -247,7 +254,7 @@ def test_a_bot_chat_shows_live_and_the_agent_takes_it_over(
         expect(page.get_by_test_id("status")).to_have_text("Online")
 
         # A customer writes: the bot has the chat, and the agent sees it live, read-only.
-        Integrator(live_server.url, chat_api).post(
+        Integrator(web_process.url, chat_api).post(
             {"id": 601, "name": "Bo Chen"}, {"type": "text", "text": "Where is my refund?"}
         )
         with_bot = page.get_by_test_id("bot-chat")
@@ -261,7 +268,7 @@ def test_a_bot_chat_shows_live_and_the_agent_takes_it_over(
 
         # The bot answers: the open chat shows it under the bot's name.
         answer = requests.post(
-            f"{live_server.url}/webhooks/{provider.provider_id}/e2e-bot-token-0123",
+            f"{web_process.url}/webhooks/{provider.provider_id}/e2e-bot-token-0123",
             json={
                 "event": "BOT_MESSAGE",
                 "id": asked["id"],

@@ -39,9 +39,9 @@ def website(alice: Agent) -> Channel:
 
 
 @pytest.fixture
-def page(chromium: Browser, live_server: Any, alice: Agent) -> Iterator[Page]:
+def page(chromium: Browser, web_process: Any, alice: Agent, website: Channel) -> Iterator[Page]:
     context = chromium.new_context(
-        viewport={"width": 1366, "height": 800}, base_url=live_server.url
+        viewport={"width": 1366, "height": 800}, base_url=web_process.url
     )
     page = context.new_page()
     page.goto("/agent/login/")

@@ -86,9 +86,9 @@ def queued_chat(cora: Agent) -> Chat:
 
 
 @pytest.fixture
-def page(chromium: Browser, live_server: Any) -> Iterator[Page]:
+def page(chromium: Browser, web_process: Any) -> Iterator[Page]:
     context = chromium.new_context(
-        viewport={"width": 1366, "height": 800}, base_url=live_server.url
+        viewport={"width": 1366, "height": 800}, base_url=web_process.url
     )
     page = context.new_page()
     yield page

@@ -80,9 +80,9 @@ def chat(chat_api: ChatApiChannel) -> Chat:
 
 
 @pytest.fixture
-def browser(chromium: Browser, live_server: Any) -> Iterator[Watched]:
+def browser(chromium: Browser, web_process: Any) -> Iterator[Watched]:
     context = chromium.new_context(
-        base_url=live_server.url, permissions=["clipboard-read", "clipboard-write"]
+        base_url=web_process.url, permissions=["clipboard-read", "clipboard-write"]
     )
     context.add_init_script(WATCH)
     yield Watched(context.new_page())

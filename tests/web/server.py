@@ -62,6 +62,11 @@ class WebServer:
         self.stop()
         raise RuntimeError(f"the web server did not start:\n{self.stderr()}")
 
+    @property
+    def url(self) -> str:
+        """As Django's ``live_server`` names it."""
+        return self.base_url
+
     def stdout(self) -> str:
         return self.stdout_path.read_text(errors="replace")
 
