@@ -61,7 +61,10 @@ class Content:
 def is_http_url(value: object) -> bool:
     if not isinstance(value, str) or len(value) > 1000:
         return False
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. "http://[x/": no URL at all
+        return False
     return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 

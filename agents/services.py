@@ -454,17 +454,31 @@ def request_crm_assign(*, chat: Chat, agent: Agent) -> Chat:
     """The agent's "Assign to CRM card": the CRM is asked to bind the client
     to the card of the chat's ``crm_link``."""
     chat = _lock(chat)
-    if not chat.enable_assign:
+    if not chat.enable_assign or not chat.crm_link:
         raise InvalidState("the CRM did not offer to assign this chat")
     if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
         raise InvalidState("only the agent answering the chat can assign it")
     if chat.crm_assigned_at is not None:
-        return chat  # pressing it twice asks the CRM once (a failed ask is redelivered)
+        return chat  # pressing it twice asks the CRM once
     chat.crm_assigned_at = timezone.now()
     chat.save(update_fields=["crm_assigned_at"])
     events.publish(
         events.CrmAssignRequested(chat_id=chat.pk, agent_id=agent.pk, crm_link=chat.crm_link)
     )
+    return chat
+
+
+@transaction.atomic
+def crm_assign_failed(*, chat: Chat, error: str) -> Chat:
+    """The CRM refused the assignment, or never answered: the button may be
+    pressed again, and the agents see why."""
+    chat = _lock(chat)
+    if chat.crm_assigned_at is None:
+        return chat
+    chat.crm_assigned_at = None
+    chat.save(update_fields=["crm_assigned_at"])
+    post_system_message(chat=chat, text=f"The CRM did not take the assignment: {error}")
+    events.publish(events.CrmPanelChanged(chat_id=chat.pk))
     return chat
 
 
@@ -600,6 +614,8 @@ def leave_offline_message(
     are required; a malformed one is an error that names it.
     """
     message, name, email = message.strip(), name.strip(), email.strip()
+    if any("\x00" in value for value in (message, name, email, phone, description, page_title)):
+        raise ServiceError("the message holds a NUL character")
     if not message:
         raise ServiceError("write a message")
     if len(message) > OFFLINE_MESSAGE_MAX:
@@ -611,6 +627,8 @@ def leave_offline_message(
             validate_email(email)
         except ValidationError:
             raise ServiceError(f"{email!r} is not a valid e-mail address") from None
+        if len(email) > 255:
+            raise ServiceError("the e-mail address is longer than 255 characters")
     if phone.strip():
         phone = normalise_phone(phone)
     if len(name) > 255 or len(description) > 4000:
@@ -623,7 +641,7 @@ def leave_offline_message(
         phone=phone,
         description=description.strip(),
         message=message,
-        page_url=page_url[:1000],
+        page_url=page_url[:1000],  # a link on the pages only when it is http(s)
         page_title=page_title[:500],
     )
     events.publish(events.OfflineMessageReceived(offline_message_id=offline.pk))

@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 DOMAIN = re.compile(rf"(?=.{{1,253}}$)({LABEL}\.)*{LABEL}")
 # Anything that reads as a link in a text: a scheme, or www.
-LINK_IN_TEXT = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+")
+# No word boundary before it: "_https://…" and "1www.…" are links to an eye too.
+LINK_IN_TEXT = re.compile(r"(?i)(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+")
 
 # What a CRM answer may hold, at most; contact fields as the client's columns.
 MAX_FIELDS = 50
@@ -189,9 +190,10 @@ def clean_custom_data(items: Any, config: IntegrationSettings) -> list[dict[str,
 
 def read_accept_reply(chat: Chat, reply: Any) -> bool:
     """Show the CRM's chat_accepted answer to the agent when its ``result``
-    is "ok" (any case); anything else shows nothing. True when shown."""
-    if not isinstance(reply, dict):
-        return False
+    is "ok" (any case) and the chat is still open; anything else shows
+    nothing. True when shown."""
+    if not isinstance(reply, dict) or not chat.is_open:
+        return False  # a late answer (a retry, a replay) leaves a finished chat alone
     result = reply.get("result")
     if not isinstance(result, str) or result.strip().lower() != "ok":
         return False
@@ -206,7 +208,7 @@ def read_accept_reply(chat: Chat, reply: Any) -> bool:
         contact_info={
             field: value
             for field, limit in CONTACT_LIMITS.items()
-            if (value := _string(contact.get(field), limit).strip())
+            if (value := drop_foreign_links(_string(contact.get(field), limit), config).strip())
         },
         crm_link=safe_link(reply.get("crm_link"), config),
         enable_assign=reply.get("enable_assign") is True,

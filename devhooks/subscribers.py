@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents import events
+from agents import services as chats
 from agents.models import Agent, Call, Chat, OfflineMessage
 from delivery import handlers
 from delivery.models import Delivery
@@ -51,7 +52,8 @@ def on_client_updated(event: events.ClientUpdated) -> None:
     if event.source == "crm" or event.chat_id is None:
         return
     chat = _chat(event.chat_id)
-    agent = chat.agents.order_by("-pk").first()
+    joined = Chat.agents.through.objects.filter(chat=chat).order_by("-id").first()
+    agent = joined.agent if joined else None  # the agent who joined last
     _send_chat_event("chat_updated", chat, payloads.chat_updated(chat, agent))
 
 
@@ -76,12 +78,23 @@ def on_offline_message(event: events.OfflineMessageReceived) -> None:
     )
 
 
+def _chat_of(item: Delivery) -> Chat | None:
+    if not item.subject.startswith("chat:"):
+        return None
+    return Chat.objects.select_related("client").filter(pk=int(item.subject[5:])).first()
+
+
 def on_delivered(item: Delivery, reply: Any) -> None:
-    if item.event != "chat_accepted" or not item.subject.startswith("chat:"):
-        return
-    chat = Chat.objects.select_related("client").filter(pk=int(item.subject[5:])).first()
+    chat = _chat_of(item) if item.event == "chat_accepted" else None
     if chat is not None:
         services.read_accept_reply(chat, reply)
+
+
+def on_failed(item: Delivery, error: str) -> None:
+    """A chat_assigned the CRM refused (or never took): the agent may assign again."""
+    chat = _chat_of(item) if item.event == "chat_assigned" else None
+    if chat is not None:
+        chats.crm_assign_failed(chat=chat, error=error)
 
 
 def connect() -> None:
@@ -91,4 +104,4 @@ def connect() -> None:
     events.subscribe(events.ClientUpdated, on_client_updated)
     events.subscribe(events.CallChanged, on_call_changed)
     events.subscribe(events.OfflineMessageReceived, on_offline_message)
-    handlers.register(services.PURPOSE, on_success=on_delivered)
+    handlers.register(services.PURPOSE, on_success=on_delivered, on_failure=on_failed)

@@ -110,6 +110,31 @@ def test_a_page_that_is_no_http_url_is_shown_as_text(browser: Browser, channel: 
     assert "javascript:alert(1)" in html and 'href="javascript:' not in html
 
 
+def test_a_page_that_is_no_url_at_all_does_not_break_the_pages(
+    browser: Browser, channel: Channel
+) -> None:
+    services.leave_offline_message(
+        channel=channel, message="hi", email="a@example.com", page_url="http://[x/"
+    )
+    assert browser.get("/agent/").status_code == 200
+    assert "http://[x/" in lists_html(browser)
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"email": "a" * 250 + "@example.com"}, "longer than 255"),
+        ({"email": "a@example.com", "name": "Bo\x00b"}, "NUL"),
+    ],
+)
+def test_what_the_database_cannot_hold_is_refused_in_words(
+    channel: Channel, fields: dict[str, Any], error: str
+) -> None:
+    with pytest.raises(services.ServiceError, match=error):
+        services.leave_offline_message(channel=channel, message="hi", **fields)
+    assert not OfflineMessage.objects.exists()
+
+
 def test_marking_handled_says_who_did(
     browser: Browser, offline: OfflineMessage, agent: Agent, published: list[events.Event]
 ) -> None:

@@ -79,7 +79,8 @@ def test_a_client_nothing_is_known_of_still_gets_objects_and_empty_strings(
     for body in bodies():
         assert_valid(body)
         assert body["session"]["geoip"] == dict.fromkeys(body["session"]["geoip"], "")
-        assert body["page"] == {"url": body["page"]["url"], "title": body["page"]["title"]}
+        if body["event_name"] != "offline_message":  # its page is the form's
+            assert body["page"] == {"url": "", "title": ""}
         assert "user_token" not in body and "department" not in body
 
 
@@ -255,3 +256,26 @@ def test_pressing_assign_twice_asks_the_crm_once(scene: Scene) -> None:
 
     [body] = bodies("chat_assigned")
     assert body["assign_to"] == "https://crm.example.com/card/7"
+
+
+def test_no_assignment_without_a_crm_link(scene: Scene) -> None:
+    chat = scene.active_chat()
+    services.set_crm_panel(
+        chat=chat, custom_data=[], contact_info={}, crm_link="", enable_assign=True, page={}
+    )
+    with pytest.raises(services.InvalidState):
+        services.request_crm_assign(chat=chat, agent=scene.agent)
+    assert bodies("chat_assigned") == []
+
+
+def test_chat_updated_names_the_agent_who_joined_last(scene: Scene) -> None:
+    from tests.factories import AgentFactory
+
+    chat = scene.active_chat()
+    other = AgentFactory.create()  # a higher id than the scene's agent
+    chat.agents.add(other)
+    chat.agents.remove(scene.agent)
+    chat.agents.add(scene.agent)  # back last, as after a transfer back
+    services.update_client_contact(client=scene.client, contact={"name": "Vera V."})
+    [body] = bodies("chat_updated")
+    assert other.pk > scene.agent.pk and body["agent"]["id"] == scene.agent.pk

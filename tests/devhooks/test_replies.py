@@ -184,3 +184,55 @@ def test_an_overlong_contact_detail_is_cut_not_fatal(scene: Scene, crm: Target) 
     assert chat.crm_link == ANSWER["crm_link"]  # the rest of the answer is shown
     scene.client.refresh_from_db()
     assert scene.client.phone == long_phone[:100] and len(scene.client.name) == 255
+
+
+def test_safe_url_drops_links_from_contact_details_and_glued_links(
+    scene: Scene, crm: Target
+) -> None:
+    body = {
+        **ANSWER,
+        "contact_info": {"name": "Open https://phish.net/x now", "email": "c@example.com"},
+        "custom_data": [
+            {"title": "Glued", "content": "a_https://phish.net/login b1www.evil.net c"},
+        ],
+    }
+    chat, _ = accept_and_answer(scene, crm, answer(body), safe_url_domains=["example.com"])
+
+    assert "phish" not in json.dumps(chat.contact_info) and "evil" not in json.dumps(
+        chat.custom_data
+    )
+    assert chat.custom_data[0]["content"] == "a_ b1 c"
+    scene.client.refresh_from_db()
+    assert scene.client.name == "Open  now"
+
+
+def test_a_late_answer_leaves_a_finished_chat_alone(scene: Scene, crm: Target) -> None:
+    from agents import services
+
+    set_developer_webhook(url=crm.url())
+    crm.script(answer(ANSWER))
+    chat = scene.active_chat()
+    services.finish_chat(chat=chat, agent=scene.agent)
+    delivery = drive(Delivery.objects.get(purpose="devhook", event="chat_accepted"))
+
+    assert delivery.status == Delivery.Status.DELIVERED
+    chat.refresh_from_db()
+    assert chat.custom_data == [] and chat.crm_link == ""
+
+
+def test_a_refused_assignment_can_be_made_again(scene: Scene, crm: Target) -> None:
+    from agents import services
+    from agents.models import Message
+
+    chat, _ = accept_and_answer(scene, crm, answer(ANSWER))
+    crm.script(answer({"result": "FAILURE"}))
+    services.request_crm_assign(chat=chat, agent=scene.agent)
+    assigned = drive(Delivery.objects.get(purpose="devhook", event="chat_assigned"))
+
+    assert assigned.status == Delivery.Status.FAILED
+    chat.refresh_from_db()
+    assert chat.crm_assigned_at is None
+    note = chat.messages.filter(author=Message.Author.SYSTEM).last()
+    assert note is not None and note.text.endswith("result: FAILURE")
+    services.request_crm_assign(chat=chat, agent=scene.agent)  # pressed again: asked again
+    assert Delivery.objects.filter(event="chat_assigned").count() == 2
