@@ -33,7 +33,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents.live import CHANNEL, as_dict
 from agents.models import Agent, Channel, LiveEvent
-from agents.tokens import agent_for_key
+from agents.tokens import agent_for_key, client_for_visitor_token
 from config.api_errors import error_response, method_not_allowed
 
 logger = logging.getLogger(__name__)
@@ -323,3 +323,18 @@ async def agent_api_stream(request: HttpRequest) -> HttpResponse | StreamingHttp
     if agent is None:
         return error_response(401, "token is not valid")
     return stream_response(await agent_listener(agent), request)
+
+
+@csrf_exempt  # the token in the path is the credential; GET only
+async def visitor_stream(request: HttpRequest, token: str) -> HttpResponse | StreamingHttpResponse:
+    """``GET /visitor/<token>/stream``: the visitor's own chat — agent and bot
+    messages, the agent's typing, accepted, finished. The token is in the
+    path because a browser's EventSource sends no headers; logs redact it."""
+    if request.method != "GET":
+        return method_not_allowed("GET")
+    client = await in_thread(lambda: client_for_visitor_token(token))
+    if client is None:
+        return error_response(404, "no visitor with this token")
+    response = stream_response(Listener(client_id=client.pk), request)
+    response["Access-Control-Allow-Origin"] = "*"  # the widget runs on the site's origin
+    return response

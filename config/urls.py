@@ -10,7 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.streams import agent_api_stream
+from agents.streams import agent_api_stream, visitor_stream
 from config import errors
 from config.api_errors import allow_methods
 
@@ -56,6 +56,7 @@ urlpatterns = [
     path("agent/", include("agents.urls")),
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/stream", agent_api_stream, name="agent-api-stream"),
+    path("visitor/<str:token>/stream", visitor_stream, name="visitor-stream"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),
     path("", include("bots.urls")),

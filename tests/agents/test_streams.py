@@ -17,7 +17,7 @@ from django.test import Client as Browser
 
 from agents import services
 from agents.models import Agent, Chat
-from agents.tokens import issue_token
+from agents.tokens import issue_token, issue_visitor_token
 from channels_api.services import create_chat_api_channel
 from tests.delivery.target import Target
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
@@ -233,3 +233,38 @@ def test_a_delivery_result_from_the_worker_reaches_the_stream(
             stream.close()
     finally:
         integrator.stop()
+
+
+def test_a_visitor_hears_its_own_chat_only(web: WebServer, alice: Agent) -> None:
+    channel = ChannelFactory.create(agents=[alice])
+    vera, otto = (ClientFactory.create(channel=channel, name=n) for n in ("Vera", "Otto"))
+    token = issue_visitor_token(client=vera)
+    chat = services.post_client_message(client=vera, content=text("hello")).chat
+    services.post_client_message(client=otto, content=text("not Vera's"))
+
+    stream = Reader(f"{web.base_url}/visitor/{token}/stream")
+    try:
+        assert stream.response.headers["Access-Control-Allow-Origin"] == "*"
+        services.accept_chat(chat=chat, agent=alice)
+        services.set_client_typing(chat=chat, typing=True)  # her own typing: not echoed
+        services.set_agent_typing(chat=chat, agent=alice, typing=True)
+        services.post_system_message(chat=chat, text="an agents' note")
+        services.post_agent_message(chat=chat, agent=alice, content=text("Hi Vera"))
+        services.post_client_message(client=otto, content=text("still not Vera's"))
+        services.finish_chat(chat=chat, agent=alice)
+
+        heard = [stream.next() for _ in range(4)]
+        assert [e.kind for e in heard] == ["chat.accepted", "typing", "message", "chat.finished"]
+        assert heard[1].data == {"kind": "typing", "chat_id": chat.pk, "state": "active",
+                                 "who": "agent", "typing": True}  # fmt: skip
+        assert heard[2].data["message"]["text"] == "Hi Vera"
+        assert heard[2].data["message"]["sender_name"] == "Alice"
+        assert stream.quiet() == []
+    finally:
+        stream.close()
+
+
+def test_an_unknown_visitor_token_is_404(web: WebServer) -> None:
+    answer = requests.get(f"{web.base_url}/visitor/{'x' * 32}/stream", timeout=5)
+    assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
+    assert "x" * 32 not in web.stdout()  # the access log redacts the token
