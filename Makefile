@@ -84,6 +84,7 @@ bench: $(STAMP)
 	$(PY) bench/chat_api_inbound.py
 	$(PY) bench/bot_api_inbound.py
 	$(PY) bench/delivery_isolation.py
+	$(PY) bench/live_streams.py
 
 clean:
 	rm -rf var/test var/broker var/cache

@@ -1,0 +1,369 @@
+"""Live streams against today's 1 s polling, side by side in one run (docs/live.md).
+
+Runs the web process as production does (gunicorn with 2 uvicorn workers)
+against the configured database and Redis (DATABASE_URL, REDIS_URL; without
+them SQLite and the event table) and measures:
+
+1. streams: VISITORS visitor streams and AGENTS agent streams open at once
+   (5 Chat API channels, each with AGENTS/5 agents and VISITORS/5 clients
+   with an open chat); the server's CPU while they are idle, its memory per
+   open stream; then client messages POSTed over A2 at RATE a second to
+   random chats: the time from the POST to the event arriving on each stream
+   entitled to it (the client's own and its channel's agents'), p50 and p99,
+   the server's CPU under that load, and whether every stream got exactly
+   the events meant for it;
+2. the reference, today's agent pages: the same AGENTS agents polling
+   /agent/live once a second, idle and under the same load: server CPU, and
+   the time from a POST to the end of the first poll that started after it.
+
+    .venv/bin/python bench/live_streams.py [--visitors 2000] [--agents 50] \\
+        [--rate 20] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.chat_api_inbound import PY, free_port, manage  # noqa: E402
+
+CHANNELS = 5
+TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def seed(visitors: int, agents: int) -> dict[str, Any]:
+    """Channels, agents (API token and a signed-in session each), clients with
+    an open chat and a visitor token; run in this process on the same database."""
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from agents import services as chats
+    from agents.content import Content
+    from agents.models import Agent
+    from agents.tokens import issue_token, issue_visitor_token
+    from channels_api.services import create_chat_api_channel
+
+    world: dict[str, Any] = {"channels": [], "agents": [], "visitors": []}
+    for c in range(CHANNELS):
+        people = [
+            Agent.objects.create_user(
+                f"live-{os.getpid()}-{c}-{a}@example.com", "x", name=f"A{c}.{a}"
+            )
+            for a in range(agents // CHANNELS)
+        ]
+        channel, _ = create_chat_api_channel(
+            name=f"Bench {c}", webhook_url="http://127.0.0.1:9/a3", agents=people
+        )
+        world["channels"].append("/" + channel.endpoint_url.split("/", 3)[3])
+        for agent in people:
+            session = SessionStore()
+            session[SESSION_KEY] = str(agent.pk)
+            session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
+            session[HASH_SESSION_KEY] = agent.get_session_auth_hash()
+            session.create()
+            world["agents"].append(
+                {"channel": c, "token": issue_token(agent=agent), "session": session.session_key}
+            )
+        for v in range(visitors // CHANNELS):
+            client = chats.get_or_create_client(
+                channel=channel.channel, external_id=f"v{os.getpid()}-{c}-{v}"
+            )
+            chats.post_client_message(client=client, content=Content("text", "hi", {}))
+            world["visitors"].append(
+                {
+                    "channel": c,
+                    "id": client.external_id,
+                    "token": issue_visitor_token(client=client),
+                }
+            )
+    return world
+
+
+# --- the server and what it costs ----------------------------------------------
+
+
+class Server:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [PY, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.asgi:application",
+             "--workers", "2", "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"],
+            cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"}, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.base = f"http://127.0.0.1:{self.port}"
+        for _ in range(200):
+            try:
+                requests.get(f"{self.base}/agent/login/", timeout=5)
+                return
+            except requests.RequestException:
+                time.sleep(0.1)
+        raise RuntimeError("the web process did not start")
+
+    def pids(self) -> list[int]:
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [self.process.pid, *map(int, children.read_text().split())]
+
+    def cpu_seconds(self) -> float:
+        total = 0
+        for pid in self.pids():
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / TICKS
+
+    def rss_bytes(self) -> int:
+        return sum(
+            int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE for pid in self.pids()
+        )
+
+    def cpu_percent(self, seconds: float) -> float:
+        """The server's CPU over ``seconds`` of wall time, in % of one core."""
+        before = self.cpu_seconds()
+        time.sleep(seconds)
+        return 100 * (self.cpu_seconds() - before) / seconds
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+# --- the clients -------------------------------------------------------------------
+
+
+@dataclass
+class Stream:
+    name: str
+    path: str
+    headers: dict[str, str] = field(default_factory=dict)
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    texts: list[tuple[str, float]] = field(default_factory=list)  # (message text, arrival)
+
+
+async def read_stream(port: int, stream: Stream) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+    head = "".join(f"{k}: {v}\r\n" for k, v in stream.headers.items())
+    writer.write(f"GET {stream.path} HTTP/1.1\r\nHost: bench\r\n{head}\r\n".encode())
+    await writer.drain()
+    status = await reader.readline()
+    if b" 200 " not in status:
+        raise RuntimeError(f"{stream.name}: {status!r}")
+    data = ""
+    try:
+        while line := await reader.readline():
+            text = line.decode().rstrip("\r\n")
+            if text.startswith(": connected"):
+                stream.connected.set()
+            elif text.startswith("data: "):
+                data = text[6:]
+            elif not text and data:
+                event = json.loads(data)
+                if event["kind"] == "message":
+                    stream.texts.append((event["message"]["text"], time.monotonic()))
+                data = ""
+    finally:
+        writer.close()
+
+
+@dataclass
+class Posts:
+    """A2 client messages at a steady rate to random visitors' chats."""
+
+    sent: dict[str, tuple[int, float, float]] = field(
+        default_factory=dict
+    )  # text: (visitor, start, end)
+
+    def run(self, base: str, world: dict[str, Any], rate: float, seconds: float) -> None:
+        session = requests.Session()
+        start = time.monotonic()
+        for n in range(int(rate * seconds)):
+            time.sleep(max(0.0, start + n / rate - time.monotonic()))
+            index = random.randrange(len(world["visitors"]))
+            visitor = world["visitors"][index]
+            text = f"bench {n}"
+            began = time.monotonic()
+            answer = session.post(
+                base + world["channels"][visitor["channel"]],
+                json={"sender": {"id": visitor["id"]}, "message": {"type": "text", "text": text}},
+                timeout=30,
+            )
+            if answer.status_code == 200:
+                self.sent[text] = (index, began, time.monotonic())
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        only = values[0] if values else float("nan")
+        return only, only
+    cuts = statistics.quantiles(values, n=100)
+    return statistics.median(values), cuts[98]
+
+
+async def streams_phase(
+    server: Server, world: dict[str, Any], rate: float, seconds: float
+) -> dict[str, Any]:
+    rss_before = server.rss_bytes()
+    visitors = [Stream(f"visitor {i}", f"/visitor/{v['token']}/stream")
+                for i, v in enumerate(world["visitors"])]  # fmt: skip
+    agents = [Stream(f"agent {i}", "/api/agent/v1/stream", {"Authorization": f"Token {a['token']}"})
+              for i, a in enumerate(world["agents"])]  # fmt: skip
+    tasks = []
+    for stream in visitors + agents:
+        tasks.append(asyncio.create_task(read_stream(server.port, stream)))
+        if len(tasks) % 100 == 0:
+            await asyncio.sleep(0.05)  # no thundering herd of connects
+    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in visitors + agents)), 120)
+    await asyncio.sleep(2)
+    opened = len(visitors) + len(agents)
+    per_stream = (server.rss_bytes() - rss_before) / opened
+    idle = await asyncio.to_thread(server.cpu_percent, 10)
+
+    posts = Posts()
+    poster = threading.Thread(target=posts.run, args=(server.base, world, rate, seconds))
+    cpu_before, wall = server.cpu_seconds(), time.monotonic()
+    poster.start()
+    await asyncio.to_thread(poster.join)
+    await asyncio.sleep(3)  # the last events on their way
+    loaded = 100 * (server.cpu_seconds() - cpu_before) / (time.monotonic() - wall)
+    for task in tasks:
+        task.cancel()
+
+    latencies, wrong = [], 0
+    by_channel: dict[int, set[str]] = defaultdict(set)
+    by_visitor: dict[int, set[str]] = defaultdict(set)
+    for text, (index, _began, _ended) in posts.sent.items():
+        by_visitor[index].add(text)
+        by_channel[world["visitors"][index]["channel"]].add(text)
+    for index, stream in enumerate(visitors):
+        got = {text for text, _ in stream.texts if text.startswith("bench ")}
+        wrong += got != by_visitor[index]
+        latencies += [at - posts.sent[t][1] for t, at in stream.texts if t in posts.sent]
+    for index, stream in enumerate(agents):
+        got = {text for text, _ in stream.texts if text.startswith("bench ")}
+        wrong += got != by_channel[world["agents"][index]["channel"]]
+        latencies += [at - posts.sent[t][1] for t, at in stream.texts if t in posts.sent]
+    p50, p99 = percentiles(latencies)
+    return {"streams": opened, "idle_cpu": idle, "load_cpu": loaded, "p50": p50, "p99": p99,
+            "per_stream": per_stream, "posted": len(posts.sent), "deliveries": len(latencies),
+            "wrong_streams": wrong}  # fmt: skip
+
+
+async def poll_agent(
+    port: int, session: str, polls: list[tuple[float, float]], stop: asyncio.Event
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
+    request = (
+        f"GET /agent/live HTTP/1.1\r\nHost: bench\r\nCookie: sessionid={session}\r\n\r\n"
+    ).encode()
+    try:
+        while not stop.is_set():
+            began = time.monotonic()
+            writer.write(request)
+            await writer.drain()
+            length = 0
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            await reader.readexactly(length)
+            polls.append((began, time.monotonic()))
+            await asyncio.sleep(max(0.0, began + 1.0 - time.monotonic()))
+    finally:
+        writer.close()
+
+
+async def polling_phase(
+    server: Server, world: dict[str, Any], rate: float, seconds: float
+) -> dict[str, Any]:
+    stop = asyncio.Event()
+    polls: list[list[tuple[float, float]]] = [[] for _ in world["agents"]]
+    tasks = [asyncio.create_task(poll_agent(server.port, a["session"], polls[i], stop))
+             for i, a in enumerate(world["agents"])]  # fmt: skip
+    await asyncio.sleep(3)
+    idle = await asyncio.to_thread(server.cpu_percent, 10)
+    posts = Posts()
+    poster = threading.Thread(target=posts.run, args=(server.base, world, rate, seconds))
+    cpu_before, wall = server.cpu_seconds(), time.monotonic()
+    poster.start()
+    await asyncio.to_thread(poster.join)
+    await asyncio.sleep(2)
+    loaded = 100 * (server.cpu_seconds() - cpu_before) / (time.monotonic() - wall)
+    stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    latencies = []
+    for _text, (index, began, ended) in posts.sent.items():
+        channel = world["visitors"][index]["channel"]
+        for agent_index, agent in enumerate(world["agents"]):
+            if agent["channel"] == channel:
+                after = [end for start, end in polls[agent_index] if start >= ended]
+                if after:
+                    latencies.append(min(after) - began)
+    p50, p99 = percentiles(latencies)
+    return {"idle_cpu": idle, "load_cpu": loaded, "p50": p50, "p99": p99}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--visitors", type=int, default=2000)
+    parser.add_argument("--agents", type=int, default=50)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as var:
+        env = {**os.environ, "VAR_DIR": var, "DEBUG": "true", "CHAT_API_RATE_LIMIT_PER_SECOND": "0"}
+        manage(env, "migrate", "--noinput")
+        os.environ.update(env)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        world = seed(args.visitors, args.agents)
+        backend = ("PostgreSQL" if "DATABASE_URL" in env else "SQLite") + (
+            " + Redis" if env.get("REDIS_URL") else ", event table"
+        )
+        shape = f"{args.rate:g} msg/s for {args.seconds:g} s, {backend}, 2 web workers"
+        print(f"Live streams vs 1 s polling: {args.visitors} visitor + {args.agents} agent "
+              f"streams, {shape}")  # fmt: skip
+        server = Server(env)
+        try:
+            streams = asyncio.run(streams_phase(server, world, args.rate, args.seconds))
+        finally:
+            server.stop()
+        server = Server(env)
+        try:
+            polling = asyncio.run(polling_phase(server, world, args.rate, args.seconds))
+        finally:
+            server.stop()
+    print(f"  streams open                 {streams['streams']}")
+    print(f"  memory per open stream       {streams['per_stream'] / 1024:.1f} KiB")
+    print(f"  server CPU, idle             streams {streams['idle_cpu']:5.1f} %   "
+          f"polling {polling['idle_cpu']:5.1f} % of one core")  # fmt: skip
+    print(f"  server CPU, {args.rate:g} msg/s        streams {streams['load_cpu']:5.1f} %   "
+          f"polling {polling['load_cpu']:5.1f} %")  # fmt: skip
+    print(f"  post to event, p50           streams {streams['p50'] * 1000:5.0f} ms  "
+          f"polling {polling['p50'] * 1000:5.0f} ms")  # fmt: skip
+    print(f"  post to event, p99           streams {streams['p99'] * 1000:5.0f} ms  "
+          f"polling {polling['p99'] * 1000:5.0f} ms")  # fmt: skip
+    print(f"  events delivered             {streams['deliveries']} for {streams['posted']} "
+          f"messages; streams with a wrong set: {streams['wrong_streams']}")  # fmt: skip
+    print(f"  ratio p99 polling/streams    {polling['p99'] / streams['p99']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
