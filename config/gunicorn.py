@@ -22,6 +22,10 @@ accesslog = "-"
 errorlog = "-"
 # Seconds an idle kept-alive connection stays open between requests.
 keepalive = 5
+# Seconds a stopping worker waits for its open requests. Live streams never
+# end by themselves: they are cut after this, and browsers reconnect (to
+# another worker or the restarted one) with Last-Event-ID (docs/live.md).
+graceful_timeout = int(os.environ.get("WEB_GRACEFUL_TIMEOUT", "5"))
 proc_name = "switchboard-web"
 # gunicorn's control socket (for gunicornc) sits at one path per user: several
 # web processes on one machine, or a test run beside `make run`, would collide.

@@ -175,17 +175,24 @@
 
   // The stream: each event is a cue to ask for what changed (one request for
   // a burst of events). The browser reconnects a dropped stream by itself and
-  // sends the last event id it saw; the server replays what was missed.
+  // sends the last event id it saw; the server replays what was missed. While
+  // it is not open the page polls; a stream the browser gave up on is opened
+  // anew after a pause.
+  let lastEventId = page.dataset.liveId || "0";
+  let grace = null;
+
+  function fallBack() {
+    streaming = false;
+    window.clearTimeout(timer);
+    if (!polling) poll();  // a poll in flight schedules the next one itself
+  }
+
   function listen() {
     if (!window.EventSource || !page.dataset.streamUrl) return false;
-    const after = encodeURIComponent(page.dataset.liveId || "0");
-    const source = new EventSource(`${page.dataset.streamUrl}?last_event_id=${after}`);
-    let grace = null;
-    const fallBack = () => {
-      streaming = false;
-      window.clearTimeout(timer);
-      if (!polling) poll();  // a poll in flight schedules the next one itself
-    };
+    const source = new EventSource(
+      `${page.dataset.streamUrl}?last_event_id=${encodeURIComponent(lastEventId)}`
+    );
+    window.clearTimeout(grace);
     grace = window.setTimeout(fallBack, STREAM_GRACE_MS);
     source.addEventListener("open", () => {
       window.clearTimeout(grace);
@@ -193,12 +200,20 @@
       pollNow();  // what changed while it was not open
     });
     source.addEventListener("error", () => {
-      if (!streaming) return;
-      streaming = false;  // the poll bridges the gap until it reopens
       window.clearTimeout(grace);
-      grace = window.setTimeout(fallBack, source.readyState === EventSource.CLOSED ? 0 : POLL_MS);
+      if (source.readyState === EventSource.CLOSED) {
+        fallBack();
+        window.setTimeout(listen, STREAM_GRACE_MS);
+      } else if (streaming) {
+        grace = window.setTimeout(fallBack, POLL_MS);  // unless it is back within a second
+      }
+      streaming = false;
     });
-    STREAM_EVENTS.forEach((kind) => source.addEventListener(kind, () => pollNow()));
+    const cue = (event) => {
+      if (event.lastEventId) lastEventId = event.lastEventId;
+      pollNow();
+    };
+    STREAM_EVENTS.forEach((kind) => source.addEventListener(kind, cue));
     return true;
   }
 
