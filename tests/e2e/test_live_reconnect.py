@@ -76,7 +76,7 @@ def test_a_dropped_stream_misses_nothing(
         # browser's Last-Event-ID, or by the page when the browser gave up.
         first_url, _ = streams[0]
         url, headers = streams[-1]
-        seen = headers.get("last-event-id") or url.rsplit("last_event_id=", 1)[1]
-        assert len(streams) >= 2 and int(seen) > int(first_url.rsplit("=", 1)[1])
+        said = headers.get("last-event-id") or url.rsplit("last_event_id=", 1)[1]
+        assert len(streams) >= 2 and int(said) > int(first_url.rsplit("=", 1)[1])
     finally:
         context.close()
