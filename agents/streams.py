@@ -270,8 +270,8 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
                 continue
             if next_event is None:
                 return  # fell too far behind: the browser reconnects and replays
-            if next_event["id"] in sent:
-                continue
+            if next_event["id"] in sent or next_event["id"] <= after:
+                continue  # shown already: before the stream opened, or replayed
             sent.add(next_event["id"])
             if len(sent) > RECENT:
                 sent.clear()

@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import requests
 from django.test import Client as Browser
+from django.utils import timezone
 
-from agents import services
-from agents.models import Agent, Chat
+from agents import live, services
+from agents.models import Agent, Chat, LiveEvent
 from agents.tokens import issue_token, issue_visitor_token
 from channels_api.services import create_chat_api_channel
 from tests.delivery.target import Target
@@ -268,3 +271,44 @@ def test_an_unknown_visitor_token_is_404(web: WebServer) -> None:
     answer = requests.get(f"{web.base_url}/visitor/{'x' * 32}/stream", timeout=5)
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
     assert "x" * 32 not in web.stdout()  # the access log redacts the token
+
+
+def test_idle_streams_hold_no_database_connection(alice: Agent, token: str) -> None:
+    """Twenty open streams on a web process whose two workers may hold four
+    database connections each (psycopg's smallest pool): a request still
+    gets one at once."""
+    server = WebServer(DATABASE_POOL_SIZE="4", LIVE_HEARTBEAT_SECONDS="1").start()
+    streams = []
+    try:
+        streams = [open_stream(server, token) for _ in range(20)]
+        started = time.monotonic()
+        answer = requests.get(
+            f"{server.base_url}/api/agent/v1/chats",
+            headers={"Authorization": f"Token {token}"},
+            timeout=10,
+        )
+        assert answer.status_code == 200 and time.monotonic() - started < 5
+        wait_for(lambda: all("heartbeat" in s.comments for s in streams), timeout=10)
+    finally:
+        for stream in streams:
+            stream.close()
+        server.stop()
+
+
+def test_old_events_are_forgotten_and_a_late_reconnect_is_told_to_reload(
+    web: WebServer, alice: Agent, token: str
+) -> None:
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[alice]))
+    services.post_client_message(client=client, content=text("long ago"))
+    old = LiveEvent.objects.order_by("-id").first()
+    assert old is not None
+    LiveEvent.objects.update(created=timezone.now() - timedelta(minutes=11))
+    services.post_client_message(client=client, content=text("just now"))
+
+    assert live.forget_old_events() == 2  # chat.opened and the first message
+    stream = open_stream(web, token, **{"Last-Event-ID": str(old.pk)})
+    try:
+        assert stream.next().kind == "reset"
+        assert stream.next().data["message"]["text"] == "just now"
+    finally:
+        stream.close()
