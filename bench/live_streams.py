@@ -211,6 +211,20 @@ class Posts:
                 self.sent[text] = (index, began, time.monotonic())
 
 
+async def post_under_watch(
+    server: Server, world: dict[str, Any], rate: float, seconds: float, settle: float
+) -> tuple[Posts, float]:
+    """Post at ``rate`` for ``seconds``, wait ``settle`` for the last events;
+    the messages sent and the server's CPU meanwhile (% of one core)."""
+    posts = Posts()
+    poster = threading.Thread(target=posts.run, args=(server.base, world, rate, seconds))
+    cpu_before, wall = server.cpu_seconds(), time.monotonic()
+    poster.start()
+    await asyncio.to_thread(poster.join)
+    await asyncio.sleep(settle)
+    return posts, 100 * (server.cpu_seconds() - cpu_before) / (time.monotonic() - wall)
+
+
 def percentiles(values: list[float]) -> tuple[float, float]:
     if len(values) < 2:
         only = values[0] if values else float("nan")
@@ -237,14 +251,7 @@ async def streams_phase(
     opened = len(visitors) + len(agents)
     per_stream = (server.rss_bytes() - rss_before) / opened
     idle = await asyncio.to_thread(server.cpu_percent, 10)
-
-    posts = Posts()
-    poster = threading.Thread(target=posts.run, args=(server.base, world, rate, seconds))
-    cpu_before, wall = server.cpu_seconds(), time.monotonic()
-    poster.start()
-    await asyncio.to_thread(poster.join)
-    await asyncio.sleep(3)  # the last events on their way
-    loaded = 100 * (server.cpu_seconds() - cpu_before) / (time.monotonic() - wall)
+    posts, loaded = await post_under_watch(server, world, rate, seconds, settle=3)
     for task in tasks:
         task.cancel()
 
@@ -300,13 +307,7 @@ async def polling_phase(
              for i, a in enumerate(world["agents"])]  # fmt: skip
     await asyncio.sleep(3)
     idle = await asyncio.to_thread(server.cpu_percent, 10)
-    posts = Posts()
-    poster = threading.Thread(target=posts.run, args=(server.base, world, rate, seconds))
-    cpu_before, wall = server.cpu_seconds(), time.monotonic()
-    poster.start()
-    await asyncio.to_thread(poster.join)
-    await asyncio.sleep(2)
-    loaded = 100 * (server.cpu_seconds() - cpu_before) / (time.monotonic() - wall)
+    posts, loaded = await post_under_watch(server, world, rate, seconds, settle=2)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     latencies = []
