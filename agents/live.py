@@ -22,7 +22,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events
+from agents import events, markdown
+from agents.content import MEDIA_TYPES
 from agents.models import Call, Chat, LiveEvent, Message, OfflineMessage
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,9 @@ def _chat_event(kind: str, chat: Chat, data: dict[str, Any], *, for_client: bool
 
 
 def message_data(message: Message) -> dict[str, Any]:
-    return {
+    """A message as streams (and the widget's history) carry it: a bot's
+    Markdown as its sanitized HTML, its buttons as their texts."""
+    data: dict[str, Any] = {
         "id": message.pk,
         "author": message.author,
         "type": message.type,
@@ -100,6 +103,17 @@ def message_data(message: Message) -> dict[str, Any]:
         "sender_name": message.sender_name or (message.agent.name if message.agent else ""),
         "created": message.created.isoformat(),
     }
+    payload = message.payload if isinstance(message.payload, dict) else {}
+    if message.type == Message.Type.MARKDOWN:
+        data["html"] = str(markdown.sanitized(str(payload.get("html", ""))))
+    elif message.type == Message.Type.BUTTONS:
+        buttons = payload.get("buttons") or []
+        data["buttons"] = [str(b.get("text", "")) for b in buttons if isinstance(b, dict)]
+        data["title"] = str(payload.get("title", ""))
+    elif message.type in MEDIA_TYPES:
+        data["file"] = str(payload.get("file", ""))
+        data["file_name"] = str(payload.get("file_name", ""))
+    return data
 
 
 def on_message_posted(event: events.MessagePosted) -> None:
@@ -153,9 +167,16 @@ def on_client_updated(event: events.ClientUpdated) -> None:
 
 
 def on_call(event: events.CallChanged) -> None:
-    call = Call.objects.only("id", "channel_id", "client_id").get(pk=event.call_id)
-    data = {"call_id": call.pk, "status": event.status}
-    record("call", data, channel_id=call.channel_id, client_id=call.client_id)
+    call = Call.objects.only("id", "channel_id", "client_id", "reason").get(pk=event.call_id)
+    data = {"call_id": call.pk, "status": event.status, "reason": call.reason}
+    # The client hears how its own callback goes (the widget's svc_onCallEnd).
+    record(
+        "call",
+        data,
+        channel_id=call.channel_id,
+        client_id=call.client_id,
+        for_client=call.client_id is not None,
+    )
 
 
 def on_offline_message(event: events.OfflineMessageReceived | events.OfflineMessageHandled) -> None:

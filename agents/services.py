@@ -176,12 +176,12 @@ def open_chat(
     return chat
 
 
-def _open_or_join(client: Client, state: str) -> Chat:
+def _open_or_join(client: Client, state: str, department: Department | None = None) -> Chat:
     """Open the client's chat; when a concurrent first message opened it just
     now (the partial unique constraint says so), join that one."""
     try:
         with transaction.atomic():
-            return open_chat(client=client, state=state)
+            return open_chat(client=client, state=state, department=department)
     except IntegrityError:
         chat = _open_chat_of(client)
         if chat is None:
@@ -196,18 +196,20 @@ def post_client_message(
     content: Content,
     external_id: str = "",
     open_state: str | None = None,
+    department: Department | None = None,
 ) -> Message:
     """Store a client's message, opening a chat when the client has none open.
 
     A new chat opens with the bot when the channel has one (``agents.routing``),
-    else in the queue; ``open_state`` overrides that.
+    else in the queue; ``open_state`` overrides that. ``department`` is the
+    one the client chose, for a chat it opens.
     """
     chat = _open_chat_of(client, lock=True)
     if chat is None:
         if open_state is None:
             opens_with_bot = routing.opens_with_bot(client.channel)
             open_state = Chat.State.BOT if opens_with_bot else Chat.State.QUEUED
-        chat = _open_or_join(client, open_state)
+        chat = _open_or_join(client, open_state, department)
     message = Message.objects.create(
         chat=chat,
         author=Message.Author.CLIENT,
@@ -447,6 +449,12 @@ def set_crm_panel(
         update_client_contact(client=chat.client, contact=contact_info, source="crm")
     events.publish(events.CrmPanelChanged(chat_id=chat.pk))
     return chat
+
+
+def show_visitor_data(*, chat: Chat) -> None:
+    """What the site said of the visitor (``setCustomData``, the page) changed:
+    the agents' side panel shows it anew."""
+    events.publish(events.CrmPanelChanged(chat_id=chat.pk))
 
 
 @transaction.atomic

@@ -19,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from config.api_errors import error_response
 
-API_PREFIXES = ("api", "chat-api", "webhooks")
+API_PREFIXES = ("api", "chat-api", "webhooks", "widget")
 # The catch-all's pattern: every path under the API prefixes that no view took.
 API_PATHS = r"^(?:{})(?:/.*)?$".format("|".join(API_PREFIXES))
 

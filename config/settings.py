@@ -435,3 +435,13 @@ CELERY_BEAT_SCHEDULE["forget-live-events"] = {
 }
 # An agent's open streams follow changes of its channels this often.
 LIVE_MEMBERSHIP_SECONDS = env.float("LIVE_MEMBERSHIP_SECONDS", default=2.0)
+
+# --- the website widget (docs/widget.md) -------------------------------------
+# A GeoIP2 / GeoLite2 City database file (.mmdb): fills session.geoip of the
+# developer webhooks; empty strings without one.
+GEOIP_DATABASE = env.str("GEOIP_DATABASE", default="")
+# Requests one visitor's browser may make in WIDGET_RATE_WINDOW seconds.
+WIDGET_RATE_LIMIT = env.int("WIDGET_RATE_LIMIT", default=60)
+WIDGET_RATE_WINDOW = env.float("WIDGET_RATE_WINDOW", default=60.0)
+# New visitors one address may start per WIDGET_RATE_WINDOW.
+WIDGET_NEW_VISITORS_PER_ADDRESS = env.int("WIDGET_NEW_VISITORS_PER_ADDRESS", default=30)

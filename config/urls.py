@@ -60,6 +60,7 @@ urlpatterns = [
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),
     path("", include("bots.urls")),
+    path("", include("devhooks.urls")),
     path("api/schema/", allow_methods("GET", "HEAD")(SpectacularAPIView.as_view()), name="schema"),
     path(
         "api/docs/",

@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import ClassVar
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from agents.models import Channel, Department
 from delivery.models import Endpoint
 from delivery.ssrf import stray_character
+
+HEX_COLOR = r"^#[0-9a-fA-F]{6}$"
 
 EVENTS = (
     "chat_accepted",
@@ -84,3 +89,62 @@ class IntegrationSettings(models.Model):
         return any(
             host == domain or host.endswith("." + domain) for domain in self.safe_url_domains
         )
+
+
+def default_rules() -> dict[str, object]:
+    return {"invitations": []}
+
+
+class WidgetChannel(models.Model):
+    """A website chat widget: one ``<script>`` on the site owner's pages
+    (docs/widget.md). Its ``widget_id`` is the channel's public id."""
+
+    channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="widget")
+    title = models.CharField(max_length=100, default="Chat with us")
+    color = models.CharField(
+        max_length=7, default="#1f6feb", validators=[RegexValidator(HEX_COLOR)],
+        help_text="The label's and the header's colour, #rrggbb.",
+    )  # fmt: skip
+    color2 = models.CharField(
+        max_length=7, default="#ffffff", validators=[RegexValidator(HEX_COLOR)],
+        help_text="The text colour on it, #rrggbb.",
+    )  # fmt: skip
+    departments = models.ManyToManyField(
+        Department, blank=True, related_name="widgets", help_text="Offered to the visitor."
+    )
+    offline_form = models.BooleanField(
+        default=True, help_text="With no agent online, visitors may leave a message."
+    )
+    # Proactive invitations (docs/widget.md, "Rules"); svc_api.setRules replaces
+    # them in one visitor's browser only.
+    rules = models.JSONField(default=default_rules, blank=True)
+
+    class Meta:
+        verbose_name = "website widget"
+
+    def __str__(self) -> str:
+        return self.channel.name
+
+    @property
+    def widget_id(self) -> str:
+        return self.channel.public_id
+
+    @property
+    def script_url(self) -> str:
+        return f"{settings.PUBLIC_URL}/widget/{self.widget_id}.js"
+
+    @property
+    def embed_code(self) -> str:
+        return f'<script src="{self.script_url}" async></script>'
+
+    @property
+    def stub_code(self) -> str:
+        """The optional pre-load stub: calls made before the script loads are
+        queued and run in order once it has (docs/widget.md)."""
+        return STUB
+
+
+STUB = (
+    "<script>window.svc_api=window.svc_api||new Proxy({q:[]},{get:(t,n)=>n==='q'?t.q:"
+    "(...a)=>{t.q.push([n,a])}});</script>"
+)

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from devhooks import views
+
+urlpatterns = [
+    path("widget/<str:widget_id>.js", views.script, name="widget-script"),
+    path("widget/<str:widget_id>/v1/<str:action>", views.visitor_api, name="widget-api"),
+]

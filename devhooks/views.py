@@ -1,0 +1,250 @@
+"""The website widget's HTTP side (docs/widget.md): its script, and the JSON
+endpoints behind ``window.svc_api`` that a visitor's browser calls from any
+site's origin.
+
+Requests are CORS "simple requests" (a JSON body sent as ``text/plain``, no
+custom header, no cookie), so a browser sends no preflight; a preflight that
+comes anyway is answered. The visitor is the token in the body; a visitor
+reads and changes only its own chat.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from agents import ratelimit
+from agents.models import Client
+from config.api_errors import error_response
+from config.signin import client_address
+from devhooks import widgets
+from devhooks.models import WidgetChannel
+from devhooks.widgets import WidgetError
+
+logger = logging.getLogger(__name__)
+
+SCRIPT = Path(settings.BASE_DIR) / "static" / "widget" / "widget.js"
+MAX_BODY = 64 * 1024
+CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type",
+    "Access-Control-Max-Age": "86400",
+}
+
+
+@cache
+def _script_text() -> bytes:
+    return SCRIPT.read_bytes()
+
+
+def script(request: HttpRequest, widget_id: str) -> HttpResponse:
+    """``/widget/<widget_id>.js``: the same script for every widget (it reads
+    its widget id from its own URL), cached by browsers for five minutes."""
+    if request.method not in ("GET", "HEAD"):
+        return _cors(error_response(405, "method not allowed"))
+    if widgets.widget_for(widget_id) is None:
+        response = HttpResponse("/* no such widget */", status=404, content_type="text/javascript")
+        return _cors(response)
+    body = SCRIPT.read_bytes() if settings.DEBUG else _script_text()
+    response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = "public, max-age=300"
+    return _cors(response)
+
+
+def _cors(response: HttpResponse) -> HttpResponse:
+    for header, value in CORS.items():
+        response[header] = value
+    return response
+
+
+class Visit:
+    """One request of a visitor's browser: the widget, the body, and the
+    visitor when the token names one (made on demand by ``client()``)."""
+
+    def __init__(self, request: HttpRequest, widget: WidgetChannel, body: dict[str, Any]):
+        self.request, self.widget, self.body = request, widget, body
+        self.visitor = widgets.visitor_for(widget, body.get("token"))
+        self.new_token = ""
+
+    def session(self) -> dict[str, Any]:
+        meta = {
+            "ip_addr": client_address(self.request),
+            "user_agent": self.request.headers.get("User-Agent", ""),
+        }
+        return widgets.session_data(meta, self.body.get("landing_url"), self.body.get("page"))
+
+    def client(self) -> Client:
+        """The visitor, created on first need (with a new token for the browser)."""
+        if self.visitor is None:
+            address = client_address(self.request)
+            if not ratelimit.admit(
+                key=f"widget-new:{address}",
+                limit=settings.WIDGET_NEW_VISITORS_PER_ADDRESS,
+                window=settings.WIDGET_RATE_WINDOW,
+            ):
+                raise RateLimited()
+            self.visitor, self.new_token = widgets.new_visitor(self.widget, self.session())
+        return self.visitor
+
+    def existing(self) -> Client:
+        if self.visitor is None:
+            raise WidgetError("no visitor with this token: send a message first")
+        return self.visitor
+
+
+class RateLimited(Exception):
+    pass
+
+
+Action = Callable[[Visit], dict[str, Any]]
+
+
+def _session(visit: Visit) -> dict[str, Any]:
+    """On each page load: the widget's settings, and for a returning visitor
+    its chat and history (and what this page is)."""
+    answer: dict[str, Any] = {"config": widgets.config_of(visit.widget, visit.visitor)}
+    if visit.visitor is not None:
+        widgets.update_session(visit.visitor, visit.session())
+        answer["visitor"] = widgets.visitor_state(visit.visitor)
+    else:
+        answer["visitor"] = None
+    return answer
+
+
+def _visitor(visit: Visit) -> dict[str, Any]:
+    return widgets.visitor_state(visit.client())
+
+
+def _message(visit: Visit) -> dict[str, Any]:
+    body = visit.body
+    message = widgets.send_message(
+        visit.widget,
+        visit.client(),
+        body.get("text"),
+        department_id=body.get("department_id"),
+        invitation=body.get("invitation", ""),
+    )
+    return {"message_id": message.pk, "chat_id": message.chat_id}
+
+
+def _typing(visit: Visit) -> dict[str, Any]:
+    if visit.visitor is not None:
+        widgets.set_typing(visit.visitor, visit.body.get("typing"))
+    return {}
+
+
+def _contact(visit: Visit) -> dict[str, Any]:
+    widgets.set_contact(visit.client(), visit.body)
+    return {"contact": widgets.contact_info(visit.client())}
+
+
+def _custom_data(visit: Visit) -> dict[str, Any]:
+    return {"fields": widgets.set_custom_data(visit.client(), visit.body.get("fields"))}
+
+
+def _user_token(visit: Visit) -> dict[str, Any]:
+    return {"user_token": widgets.set_user_token(visit.client(), visit.body.get("user_token"))}
+
+
+def _page(visit: Visit) -> dict[str, Any]:
+    page = {"url": visit.body.get("url"), "title": visit.body.get("title")}
+    if visit.visitor is None:  # a page view alone makes no visitor
+        return {"page": widgets.clean_page(page)}
+    return {"page": widgets.set_page(visit.visitor, page)}
+
+
+def _rate(visit: Visit) -> dict[str, Any]:
+    chat = widgets.rate(visit.existing(), visit.body.get("rating"))
+    return {"rating": chat.rating}
+
+
+def _call(visit: Visit) -> dict[str, Any]:
+    widgets.start_call(visit.widget, visit.client(), visit.body.get("phone"))
+    return {}
+
+
+def _callback(visit: Visit) -> dict[str, Any]:
+    return {"reason": widgets.callback_reason(visit.widget, visit.visitor)}
+
+
+def _offline(visit: Visit) -> dict[str, Any]:
+    widgets.send_offline_message(visit.widget, visit.client(), visit.body)
+    return {}
+
+
+ACTIONS: dict[str, Action] = {
+    "session": _session,
+    "visitor": _visitor,
+    "message": _message,
+    "typing": _typing,
+    "contact": _contact,
+    "custom_data": _custom_data,
+    "user_token": _user_token,
+    "page": _page,
+    "rate": _rate,
+    "call": _call,
+    "callback": _callback,
+    "offline": _offline,
+}
+
+
+def _body(request: HttpRequest) -> dict[str, Any] | None:
+    if len(request.body) > MAX_BODY:
+        return None
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+@csrf_exempt  # no cookie is read: the visitor's token in the body is the credential
+def visitor_api(request: HttpRequest, widget_id: str, action: str) -> HttpResponse:
+    """``POST /widget/<widget_id>/v1/<action>``: one verb of the visitor's browser."""
+    if request.method == "OPTIONS":
+        return _cors(HttpResponse(status=204))
+    if request.method != "POST":
+        response = error_response(405, "method not allowed")
+        response["Allow"] = "POST, OPTIONS"
+        return _cors(response)
+    handler = ACTIONS.get(action)
+    widget = widgets.widget_for(widget_id)
+    if handler is None or widget is None:
+        return _cors(error_response(404, "no such widget or action"))
+    body = _body(request)
+    if body is None:
+        return _cors(error_response(400, "send a JSON object of at most 64 KB"))
+    visit = Visit(request, widget, body)
+    if visit.visitor is not None and not ratelimit.admit(
+        key=f"widget:{visit.visitor.pk}",
+        limit=settings.WIDGET_RATE_LIMIT,
+        window=settings.WIDGET_RATE_WINDOW,
+    ):
+        return _too_many()
+    try:
+        with transaction.atomic():
+            answer = handler(visit)
+    except RateLimited:
+        return _too_many()
+    except WidgetError as error:  # rolled back: a visitor made for it too
+        return _cors(error_response(400, error.message))
+    answer = {"result": "ok", **answer}
+    if visit.new_token:
+        answer["token"] = visit.new_token
+    return _cors(JsonResponse(answer))
+
+
+def _too_many() -> HttpResponse:
+    response = error_response(429, "too many requests from this visitor; wait a minute")
+    response["Retry-After"] = str(int(settings.WIDGET_RATE_WINDOW))
+    return _cors(response)
