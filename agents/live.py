@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from agents import events, markdown
 from agents.content import MEDIA_TYPES
-from agents.models import Call, Chat, LiveEvent, Message, OfflineMessage
+from agents.models import Agent, Call, Chat, LiveEvent, Message, OfflineMessage
 
 logger = logging.getLogger(__name__)
 
@@ -136,9 +136,13 @@ def on_chat_state(event: events.Event) -> None:
         events.ChatAccepted: "chat.accepted",
         events.ChatFinished: "chat.finished",
     }[type(event)]
-    # The client hears that an agent took its chat and that it ended.
+    # The client hears that an agent took its chat (and who) and that it ended.
     for_client = kind in ("chat.accepted", "chat.finished")
-    _chat_event(kind, chat, {}, for_client=for_client)
+    data: dict[str, Any] = {}
+    if isinstance(event, events.ChatAccepted):
+        agent = Agent.objects.filter(pk=event.agent_id).values_list("name", flat=True).first()
+        data["agent_name"] = agent or ""
+    _chat_event(kind, chat, data, for_client=for_client)
 
 
 def on_typing(event: events.TypingChanged) -> None:

@@ -1,0 +1,731 @@
+/* Switchboard website widget (docs/widget.md).
+ *
+ * One <script src="{service}/widget/{widget_id}.js" async> on a site's pages.
+ * No dependencies; the UI lives in an open shadow root, styled by a
+ * constructed stylesheet (no <style> element, no style attribute: it works
+ * under a Content-Security-Policy without 'unsafe-inline'); it talks only to
+ * the service's origin. window.svc_api controls it; svc_on* functions the page
+ * declares hear what happens. Nothing here may throw into the page's code,
+ * and if the service cannot be reached nothing is shown.
+ */
+(function () {
+  'use strict';
+  var w = window, d = document;
+  if (w.svc_api && w.svc_api.__switchboard) return; // loaded twice
+
+  var script = d.currentScript;
+  if (!script) {
+    var all = d.getElementsByTagName('script');
+    for (var i = all.length - 1; i >= 0; i--) {
+      if (/\/widget\/[^\/]+\.js/.test(all[i].src)) { script = all[i]; break; }
+    }
+  }
+  var found = script && /^(https?:\/\/[^\/]+.*?)\/widget\/([^\/?#]+)\.js/.exec(script.src);
+  if (!found) return;
+  var BASE = found[1], WID = decodeURIComponent(found[2]);
+  var API = BASE + '/widget/' + encodeURIComponent(WID) + '/v1/';
+  var KEY = 'svc_' + WID;
+  var PHONE = /^\+?[0-9][0-9 ().\/-]{5,30}$/;
+  var EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+  var COLOR = /^#[0-9a-fA-F]{6}$/;
+  var UTM = ['source', 'campaign', 'content', 'medium', 'term'];
+  var noop = function () {};
+
+  // --- storage that never throws (private windows, blocked storage) ----------
+  var memory = {};
+  function store(kind) {
+    try { var s = w[kind]; s.setItem(KEY + '_t', '1'); s.removeItem(KEY + '_t'); return s; } catch (e) { return null; }
+  }
+  var local = store('localStorage'), session = store('sessionStorage');
+  function get(s, k) { try { return s ? s.getItem(KEY + k) : memory[k] || null; } catch (e) { return memory[k] || null; } }
+  function put(s, k, v) {
+    try { if (!s) throw 0; if (v === null) s.removeItem(KEY + k); else s.setItem(KEY + k, v); } catch (e) { memory[k] = v; }
+  }
+
+  // The landing URL of this browsing session: its UTM parameters go to the CRM.
+  if (!get(session, '_landing')) put(session, '_landing', location.href);
+  var landing = get(session, '_landing') || location.href;
+
+  // --- state ------------------------------------------------------------------
+  var S = {
+    ready: false, cfg: null, token: get(local, '_token'), visitor: null, chat: null,
+    messages: [], seen: {}, open: false, view: 'chat', unread: 0, lastEvent: 0,
+    contact: { client_name: null, email: null, phone: null, description: null },
+    pending: {}, rules: null, invitation: '', department: null, typingTimer: 0,
+    typingSent: 0, started: false, stream: null, timers: [], color: null, poll: 0
+  };
+  var pageTitle = d.title;
+
+  // --- the page's callbacks ----------------------------------------------------
+  function fire(name, arg) {
+    var f = w['svc_' + name];
+    if (typeof f !== 'function') return;
+    try { f(arg); } catch (e) { try { console.warn('svc_' + name + ' threw', e); } catch (x) { /* none */ } }
+  }
+
+  // --- the service ---------------------------------------------------------------
+  var chain = Promise.resolve();
+  function call(action, body) {
+    // One request at a time: the first one that makes a visitor returns its
+    // token, and every later one carries it.
+    var run = function () {
+      body = body || {};
+      if (S.token) body.token = S.token;
+      return fetch(API + action, {
+        method: 'POST', mode: 'cors', credentials: 'omit',
+        headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(body)
+      }).then(function (r) {
+        return r.json().then(function (j) {
+          if (j && j.token) remember(j.token);
+          if (!r.ok) throw new Error((j && j.error && j.error.message) || 'HTTP ' + r.status);
+          return j;
+        });
+      });
+    };
+    var p = chain.then(run, run);
+    chain = p.then(afterVisitor, noop);
+    return p;
+  }
+  function remember(token) {
+    var isNew = token !== S.token;
+    S.token = token;
+    put(local, '_token', token);
+    if (isNew) listen();
+  }
+  function afterVisitor() {
+    // What the page set before there was a visitor to set it on.
+    if (!S.token) return;
+    var p = S.pending;
+    S.pending = {};
+    if (p.contact) call('contact', p.contact).catch(noop);
+    if (p.fields) call('custom_data', { fields: p.fields }).catch(noop);
+    if (p.userToken) call('user_token', { user_token: p.userToken }).catch(noop);
+  }
+  function page() { return { url: location.href, title: pageTitle || d.title }; }
+
+  // --- the live stream -------------------------------------------------------------
+  function listen() {
+    if (!S.token || S.stream || !S.ready) return;
+    if (!w.EventSource) { S.poll = setInterval(refresh, 5000); return; }
+    var url = BASE + '/visitor/' + encodeURIComponent(S.token) + '/stream' +
+      (S.lastEvent ? '?last_event_id=' + S.lastEvent : '');
+    var es = S.stream = new EventSource(url);
+    var on = function (kind, f) {
+      es.addEventListener(kind, function (e) {
+        var data;
+        try { data = JSON.parse(e.data); } catch (x) { return; }
+        if (e.lastEventId) S.lastEvent = +e.lastEventId;
+        f(data);
+      });
+    };
+    on('message', function (data) { if (data.message) add(data.message, true); });
+    on('typing', function (data) { typing(data.who === 'agent' && data.typing); });
+    on('chat.accepted', function (data) {
+      S.chat = S.chat || {};
+      S.chat.state = 'active';
+      S.chat.agent_name = data.agent_name || '';
+      note((data.agent_name || 'An agent') + ' joined the chat');
+      fire('onAccept');
+      render();
+    });
+    on('chat.finished', function () {
+      if (S.chat) S.chat.state = 'finished';
+      typing(false);
+      render();
+    });
+    on('call', function (data) {
+      if (data.status === 'end') fire('onCallEnd', { result: 'ok' });
+      if (data.status === 'error') fire('onCallEnd', { result: 'fail', reason: data.reason || 'The call failed' });
+    });
+    on('reset', refresh);
+    es.onerror = function () {
+      if (es.readyState === 2) { S.stream = null; setTimeout(listen, 5000); } // closed for good: try again
+    };
+  }
+  function refresh() {
+    return call('session', { page: page(), landing_url: landing }).then(load, noop);
+  }
+
+  // --- building the UI ---------------------------------------------------------------
+  function h(tag, attrs, kids) {
+    var el = d.createElement(tag);
+    for (var k in attrs || {}) {
+      var v = attrs[k];
+      if (v === null || v === undefined || v === false) continue;
+      if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), v);
+      else if (k === 'text') el.textContent = v;
+      else el.setAttribute(k, v === true ? '' : v);
+    }
+    [].concat(kids || []).forEach(function (kid) {
+      if (kid !== null && kid !== undefined && kid !== false) el.appendChild(typeof kid === 'string' ? d.createTextNode(kid) : kid);
+    });
+    return el;
+  }
+  var host, root, ui = {};
+
+  function safeHtml(html) {
+    // The service sends sanitized Markdown HTML; keep only a, strong, em and
+    // br again here, so that nothing else can ever reach the page.
+    var out = d.createDocumentFragment();
+    var doc = new DOMParser().parseFromString('<body>' + html, 'text/html');
+    (function copy(from, to) {
+      [].forEach.call(from.childNodes, function (n) {
+        if (n.nodeType === 3) { to.appendChild(d.createTextNode(n.textContent)); return; }
+        if (n.nodeType !== 1) return;
+        var tag = n.tagName.toLowerCase(), el;
+        if (tag === 'br') { to.appendChild(h('br')); return; }
+        if (tag === 'strong' || tag === 'em') el = h(tag);
+        else if (tag === 'a' && /^https?:\/\//i.test(n.getAttribute('href') || '')) {
+          el = h('a', { href: n.getAttribute('href'), target: '_blank', rel: 'noopener noreferrer nofollow' });
+        } else el = d.createDocumentFragment();
+        copy(n, el);
+        to.appendChild(el);
+      });
+    })(doc.body, out);
+    return out;
+  }
+
+  function bubble(m) {
+    var mine = m.author === 'client';
+    var body = h('div', { class: 'text' });
+    if (m.html) body.appendChild(safeHtml(m.html));
+    else if (m.file && /^https?:\/\//i.test(m.file)) {
+      body.appendChild(h('a', { href: m.file, target: '_blank', rel: 'noopener noreferrer', text: m.file_name || m.text || m.file }));
+    } else body.textContent = m.text || m.title || '';
+    var kids = [];
+    if (!mine && m.sender_name) kids.push(h('div', { class: 'who', text: m.sender_name + (m.author === 'bot' ? ' (bot)' : '') }));
+    if (m.title && m.buttons && m.text) kids.push(h('div', { class: 'title', text: m.title }));
+    kids.push(body);
+    if (m.buttons && m.buttons.length) {
+      kids.push(h('div', { class: 'choices' }, m.buttons.map(function (text) {
+        return h('button', { type: 'button', class: 'choice', 'data-testid': 'svc-choice', text: text, onclick: function () { send(text); } });
+      })));
+    }
+    return h('div', { class: 'msg ' + m.author, 'data-testid': 'svc-msg', 'data-author': m.author }, kids);
+  }
+
+  function add(m, live) {
+    if (S.seen[m.id]) return;
+    S.seen[m.id] = 1;
+    S.messages.push(m);
+    if (ui.list) ui.list.appendChild(bubble(m));
+    if (m.author !== 'client') {
+      typing(false);
+      if (live) {
+        if (!S.open) S.unread++;
+        fire('onMessageReceived', { text: m.text, author: m.author, sender_name: m.sender_name });
+      }
+    }
+    if (S.chat && S.chat.state === 'finished' && live && m.author === 'client') S.chat.state = 'queued';
+    scroll();
+    badge();
+  }
+  function note(text) {
+    if (ui.list) ui.list.appendChild(h('div', { class: 'note', text: text }));
+    scroll();
+  }
+  function scroll() { if (ui.list) ui.list.scrollTop = ui.list.scrollHeight; }
+  function typing(on) { if (ui.typing) ui.typing.hidden = !on; }
+  function badge() {
+    if (!ui.badge) return;
+    ui.badge.textContent = S.unread ? String(S.unread) : '';
+    ui.badge.hidden = !S.unread;
+  }
+
+  function field(label, name, type, required) {
+    var id = 'svc-' + name + '-' + Math.random().toString(36).slice(2, 7);
+    var input = type === 'textarea'
+      ? h('textarea', { id: id, name: name, rows: 3, required: required, maxlength: 4000 })
+      : h('input', { id: id, name: name, type: type, required: required, autocomplete: name === 'phone' ? 'tel' : name });
+    return h('div', { class: 'field' }, [h('label', { for: id, text: label }), input]);
+  }
+  function form(testid, intro, fields, submit, done) {
+    var status = h('p', { class: 'status', role: 'status' });
+    var f = h('form', { class: 'form', 'data-testid': testid, novalidate: true }, [h('p', { text: intro })].concat(fields, [
+      status, h('button', { type: 'submit', class: 'primary', text: submit })
+    ]));
+    f.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var values = {};
+      [].forEach.call(f.elements, function (el) { if (el.name) values[el.name] = el.value.trim(); });
+      status.textContent = '';
+      done(values, function (error) { status.textContent = error; status.className = 'status error'; }, f);
+    });
+    return f;
+  }
+
+  function build() {
+    host = h('div', { id: 'svc-widget', 'data-widget-id': WID });
+    root = host.attachShadow({ mode: 'open' });
+    var css = CSS;
+    try {
+      var sheet = new CSSStyleSheet();
+      sheet.replaceSync(css);
+      root.adoptedStyleSheets = [sheet];
+    } catch (e) {
+      root.appendChild(h('style', { text: css }));
+    }
+    ui.badge = h('span', { class: 'badge', 'data-testid': 'svc-badge', 'aria-label': 'unread messages', hidden: true });
+    ui.label = h('button', {
+      type: 'button', class: 'label', 'data-testid': 'svc-label', 'aria-haspopup': 'dialog', 'aria-expanded': 'false',
+      onclick: function () { api.open(); }
+    }, [h('span', { 'aria-hidden': 'true', class: 'icon', text: '\uD83D\uDCAC' }), h('span', { class: 'label-text', text: S.cfg.title }), ui.badge]);
+    ui.title = h('h2', { class: 'title', id: 'svc-title', text: S.cfg.title });
+    ui.who = h('div', { class: 'sub', 'data-testid': 'svc-who' });
+    ui.list = h('div', { class: 'list', role: 'log', 'aria-live': 'polite', 'aria-label': 'Messages', 'data-testid': 'svc-messages', tabindex: '0' });
+    ui.typing = h('div', { class: 'typing', 'data-testid': 'svc-typing', hidden: true, text: 'typing\u2026' });
+    ui.input = h('textarea', {
+      class: 'input', 'data-testid': 'svc-input', rows: 2, maxlength: 1000, 'aria-label': 'Your message',
+      placeholder: 'Write a message\u2026', onkeydown: function (e) {
+        if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+      }, oninput: onInput
+    });
+    ui.department = h('select', { class: 'department', 'data-testid': 'svc-department', 'aria-label': 'Department', hidden: true,
+      onchange: function () { S.department = +ui.department.value || null; } });
+    ui.rate = h('div', { class: 'rate', 'data-testid': 'svc-rate', hidden: true }, [
+      h('p', { text: 'The chat has ended. How was it?' }),
+      h('button', { type: 'button', 'data-rating': 'positive', text: '\uD83D\uDC4D Good', onclick: function () { rate('positive'); } }),
+      h('button', { type: 'button', 'data-rating': 'negative', text: '\uD83D\uDC4E Bad', onclick: function () { rate('negative'); } })
+    ]);
+    ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.typing, ui.rate, h('div', { class: 'compose' }, [
+      ui.department, ui.input,
+      h('button', { type: 'button', class: 'send primary', 'data-testid': 'svc-send', text: 'Send', onclick: submit })
+    ])]);
+    ui.offline = form('svc-offline', 'Our agents are offline. Leave a message and we will answer.', [
+      field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel'),
+      field('Message', 'message', 'textarea', true)
+    ], 'Send', function (v, fail, f) {
+      var r = api.sendOfflineMessage(v, function (error) {
+        if (error) fail(error); else { f.replaceWith(h('p', { class: 'done', role: 'status', text: 'Thank you. We will get back to you.' })); }
+      });
+      if (r.result !== 'ok') fail(r.error);
+    });
+    ui.closed = h('p', { class: 'form', text: 'Our agents are offline. Please come back later.' });
+    ui.call = form('svc-call', 'Leave your number and we will call you back.', [field('Phone', 'phone', 'tel', true)], 'Call me back', function (v, fail) {
+      var r = api.startCall(v.phone);
+      if (r.result !== 'ok') fail(r.reason);
+      else { S.view = 'chat'; note('We will call you back at ' + v.phone + '.'); render(); }
+    });
+    ui.contact = form('svc-contact', 'Tell us who you are.', [
+      field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel')
+    ], 'Save', function (v, fail) {
+      if (v.email && !EMAIL.test(v.email)) return fail(v.email + ' is not a valid e-mail address');
+      if (v.phone && !PHONE.test(v.phone)) return fail('Enter a phone number: 7 to 15 digits');
+      var sent = { name: v.name, email: v.email, phone: v.phone };
+      call('contact', sent).then(function (j) {
+        S.contact = j.contact;
+        fire('onIntroduction', sent);
+        S.view = 'chat';
+        render();
+      }, function (e) { fail(e.message); });
+    });
+    ui.views = h('div', { class: 'views' });
+    ui.window = h('div', { class: 'window', role: 'dialog', 'aria-labelledby': 'svc-title', 'data-testid': 'svc-window', hidden: true,
+      onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); api.close(); } } }, [
+      h('div', { class: 'head' }, [
+        h('div', {}, [ui.title, ui.who]),
+        h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: 'Introduce yourself',
+          onclick: function () { S.view = S.view === 'contact' ? 'chat' : 'contact'; render(true); } }),
+        h('button', { type: 'button', class: 'close', 'data-testid': 'svc-close', 'aria-label': 'Close chat', text: '\u00D7', onclick: function () { api.close(); } })
+      ]),
+      ui.views
+    ]);
+    S.messages.forEach(function (m) { ui.list.appendChild(bubble(m)); });
+    root.appendChild(ui.label);
+    root.appendChild(ui.window);
+    paint();
+    (d.body || d.documentElement).appendChild(host);
+  }
+
+  function paint() {
+    var c = S.color || [S.cfg.color, S.cfg.color2];
+    host.style.setProperty('--svc-color', COLOR.test(c[0]) ? c[0] : '#1f6feb');
+    host.style.setProperty('--svc-text', COLOR.test(c[1]) ? c[1] : '#ffffff');
+  }
+
+  function render(focus) {
+    if (!ui.window) return;
+    var chat = S.chat, open = chat && chat.state !== 'finished';
+    var offline = chatMode() === 'offline' && !open && !S.messages.length;
+    var view = S.view;
+    if (view === 'chat' && offline) view = S.cfg.offline_form ? 'offline' : 'closed';
+    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact }[view];
+    if (ui.views.firstChild !== el) {
+      while (ui.views.firstChild) ui.views.removeChild(ui.views.firstChild);
+      ui.views.appendChild(el);
+    }
+    ui.rate.hidden = !(chat && chat.state === 'finished' && !chat.rating);
+    ui.who.textContent = chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
+    var deps = S.cfg.departments || [];
+    ui.department.hidden = !(deps.length && !open);
+    if (!ui.department.options.length && deps.length) {
+      ui.department.appendChild(h('option', { value: '', text: 'Choose a department' }));
+      deps.forEach(function (x) { ui.department.appendChild(h('option', { value: String(x.id), text: x.name })); });
+    }
+    if (focus && S.open) {
+      var target = view === 'chat' ? ui.input : el.querySelector('input, textarea, button');
+      if (target) target.focus();
+    }
+  }
+
+  // --- what the visitor does ------------------------------------------------------------
+  function submit() {
+    var text = ui.input.value.trim();
+    if (!text) return;
+    ui.input.value = '';
+    send(text);
+  }
+  function send(text) {
+    var first = !S.chat || S.chat.state === 'finished';
+    var body = { text: text, page: page(), landing_url: landing };
+    if (first && S.department) body.department_id = S.department;
+    if (first && S.invitation) body.invitation = S.invitation;
+    S.typingSent = 0;
+    return call('message', body).then(function (j) {
+      add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '' }, false);
+      if (first) {
+        S.chat = { id: j.chat_id, state: 'queued', rating: '', agent_name: '' };
+        S.invitation = '';
+        fire('onMessageSent', text);
+        fire('onClientStartChat', { chat_id: j.chat_id });
+      }
+      render();
+    }, function (e) { note('Not sent: ' + e.message); });
+  }
+  function onInput() {
+    var now = Date.now();
+    if (S.token && S.chat && S.chat.state !== 'finished' && now - S.typingSent > 3000) {
+      S.typingSent = now;
+      call('typing', { typing: true }).catch(noop);
+    }
+    clearTimeout(S.typingTimer);
+    S.typingTimer = setTimeout(function () {
+      if (S.typingSent && S.token) { S.typingSent = 0; call('typing', { typing: false }).catch(noop); }
+    }, 4000);
+  }
+  function rate(rating) {
+    call('rate', { rating: rating }).then(function () {
+      S.chat.rating = rating;
+      note('Thank you for your rating.');
+      render();
+    }, function (e) { note(e.message); });
+  }
+
+  // --- invitations (docs/widget.md, "Rules") -------------------------------------------
+  function arm() {
+    S.timers.forEach(clearTimeout);
+    S.timers = [];
+    var rules = S.rules || (S.cfg && S.cfg.rules) || {};
+    (rules.invitations || []).forEach(function (rule) {
+      if (!rule || typeof rule.text !== 'string' || !rule.text) return;
+      if (rule.url_contains && location.href.indexOf(rule.url_contains) < 0) return;
+      var key = '_inv_' + rule.text.length + '_' + rule.text.slice(0, 20);
+      S.timers.push(setTimeout(function () {
+        if (S.open || get(session, key) || (S.chat && S.chat.state !== 'finished')) return;
+        put(session, key, '1');
+        api.showProactiveInvitation(rule.text, rule.department_id);
+      }, Math.max(0, +rule.after_seconds || 0) * 1000));
+    });
+  }
+
+  // --- start and stop -----------------------------------------------------------------
+  function load(j) {
+    S.cfg = j.config;
+    var v = j.visitor;
+    if (v) {
+      S.visitor = v;
+      S.contact = v.contact;
+      if (!S.chat || !v.chat || S.chat.id !== v.chat.id || v.chat.state !== S.chat.state) S.chat = v.chat;
+      S.lastEvent = Math.max(S.lastEvent, v.last_event_id || 0);
+      (v.messages || []).forEach(function (m) { add(m, false); });
+    }
+  }
+  function boot() {
+    if (S.ready || S.booting) return;
+    S.booting = true;
+    call('session', { page: page(), landing_url: landing }).then(function (j) {
+      S.booting = false;
+      load(j);
+      build();
+      S.ready = true;
+      render();
+      listen();
+      arm();
+      var q = queue;
+      queue = [];
+      q.forEach(function (item) { try { api[item[0]].apply(null, item[1] || []); } catch (e) { /* a bad queued call */ } });
+      fire('onLoadCallback');
+      fire('onChangeState', 'label');
+    }, function () {
+      S.booting = false; // unreachable: the page stays as it is
+    });
+  }
+  function destroy() {
+    if (S.stream) S.stream.close();
+    clearInterval(S.poll);
+    S.timers.forEach(clearTimeout);
+    if (host && host.parentNode) host.parentNode.removeChild(host);
+    unlockScroll();
+    var wasReady = S.ready;
+    S.stream = null; S.ready = false; S.open = false; ui = {}; host = root = null;
+    S.messages = []; S.seen = {};
+    if (wasReady) fire('onWidgetDestroy');
+  }
+
+  // --- a phone: the window fills the screen and the page behind stays put ----------------
+  var lockedOverflow = null;
+  function phone() { return w.matchMedia && w.matchMedia('(max-width: 480px)').matches; }
+  function lockScroll() {
+    if (!phone() || lockedOverflow !== null) return;
+    lockedOverflow = d.documentElement.style.overflow;
+    d.documentElement.style.overflow = 'hidden';
+  }
+  function unlockScroll() {
+    if (lockedOverflow === null) return;
+    d.documentElement.style.overflow = lockedOverflow;
+    lockedOverflow = null;
+  }
+  function size() {
+    var el = S.open ? ui.window : ui.label;
+    var r = el && el.getBoundingClientRect();
+    fire('onResizeCallback', r ? { width: Math.round(r.width), height: Math.round(r.height) } : {});
+  }
+
+  // --- window.svc_api ------------------------------------------------------------------
+  var NOT_READY = { result: 'fail', reason: 'The widget has not loaded' };
+  function chatMode() {
+    if (S.chat && S.chat.state === 'active') return 'online';
+    return S.cfg && S.cfg.mode === 'online' ? 'online' : 'offline';
+  }
+  function fail(reason) { return { result: 'fail', reason: reason }; }
+  function later(name, args) { queue.push([name, [].slice.call(args)]); return { result: 'ok' }; }
+  function showWindow(view) {
+    S.view = view;
+    var was = S.open;
+    S.open = true;
+    S.unread = 0;
+    badge();
+    ui.window.hidden = false;
+    ui.label.hidden = true;
+    ui.label.setAttribute('aria-expanded', 'true');
+    lockScroll();
+    render(true);
+    if (!was) fire('onOpen');
+    fire('onChangeState', view === 'call' ? 'call' : 'chat');
+    size();
+  }
+  function phoneError(phone) {
+    if (typeof phone !== 'string' || !PHONE.test(phone.trim())) return 'Wrong phone number format';
+    var digits = phone.replace(/\D/g, '').length;
+    return digits < 7 || digits > 15 ? 'Wrong phone number format' : '';
+  }
+  function fields(list) {
+    return list.map(function (f) {
+      var o = {};
+      ['content', 'title', 'link', 'key'].forEach(function (k) { if (f && f[k] !== undefined && f[k] !== null) o[k] = String(f[k]); });
+      return o;
+    });
+  }
+
+  var queue = (w.svc_api && w.svc_api.q && w.svc_api.q.slice ? w.svc_api.q.slice() : []);
+  var api = {
+    __switchboard: true,
+    open: function (options) {
+      if (!S.ready) return later('open', arguments);
+      if (options && options.start === 'call') {
+        var reason = S.cfg.callback.enabled ? '' : (S.cfg.callback.reason || 'Callback disabled');
+        if (reason) return fail(reason);
+        showWindow('call');
+      } else showWindow('chat');
+      refresh().then(function () { render(); }); // are agents online now?
+      return { result: 'ok' };
+    },
+    close: function () {
+      if (!S.ready) return NOT_READY;
+      if (!S.open) return { result: 'ok' };
+      S.open = false;
+      ui.window.hidden = true;
+      ui.label.hidden = false;
+      ui.label.setAttribute('aria-expanded', 'false');
+      unlockScroll();
+      ui.label.focus();
+      fire('onClose');
+      fire('onChangeState', 'label');
+      size();
+      return { result: 'ok' };
+    },
+    chatMode: chatMode,
+    getContactInfo: function () {
+      var c = S.contact || {};
+      return { client_name: c.client_name || null, email: c.email || null, phone: c.phone || null, description: c.description || null };
+    },
+    getVisitorNumber: function (cb) {
+      var done = typeof cb === 'function' ? cb : noop;
+      call('visitor', { page: page(), landing_url: landing }).then(function (j) {
+        S.contact = j.contact;
+        try { done(null, j.visitor_number); } catch (e) { /* the page's */ }
+      }, function (e) { try { done(e.message || 'failed', null); } catch (x) { /* the page's */ } });
+    },
+    setContactInfo: function (info) {
+      if (!info || typeof info !== 'object') return fail('Contact info must be an object.');
+      var c = {};
+      ['name', 'email', 'phone', 'description'].forEach(function (k) { if (info[k]) c[k] = String(info[k]); });
+      if (c.email && !EMAIL.test(c.email)) return fail(c.email + ' is not a valid e-mail address');
+      S.contact = { client_name: c.name || S.contact.client_name, email: c.email || S.contact.email, phone: c.phone || S.contact.phone, description: c.description || S.contact.description };
+      if (S.token) call('contact', c).then(function (j) { S.contact = j.contact; }, noop);
+      else S.pending.contact = c;
+      return { result: 'ok' };
+    },
+    setCustomData: function (list) {
+      if (!Array.isArray(list)) return fail('Custom data must be array.');
+      if (list.length > 10) return fail('Custom data holds at most 10 fields.');
+      var f = fields(list);
+      if (S.token) call('custom_data', { fields: f }).catch(noop);
+      else S.pending.fields = f;
+      return { result: 'ok' };
+    },
+    setRules: function (rules) {
+      if (!rules || typeof rules !== 'object' || (rules.invitations && !Array.isArray(rules.invitations))) return fail('Rules must be an object with an invitations array.');
+      S.rules = rules;
+      if (S.ready) arm();
+      return { result: 'ok' };
+    },
+    setUserToken: function (token) {
+      if ((typeof token !== 'string' && typeof token !== 'number') || !String(token).trim() || String(token).length > 255) {
+        return { result: 'fail', token: token || false };
+      }
+      token = String(token).trim();
+      if (S.token) call('user_token', { user_token: token }).catch(noop);
+      else S.pending.userToken = token;
+      return { result: 'ok', token: token };
+    },
+    showProactiveInvitation: function (text, departmentId) {
+      if (!S.ready) return later('showProactiveInvitation', arguments);
+      if (typeof text !== 'string' || !text.trim()) return fail('Give the invitation text.');
+      S.invitation = text.trim();
+      if (departmentId) S.department = +departmentId || null;
+      note(S.invitation);
+      ui.list.lastChild.className = 'msg agent invitation';
+      ui.list.lastChild.setAttribute('data-testid', 'svc-invitation');
+      showWindow('chat');
+      return { result: 'ok' };
+    },
+    startCall: function (phone) {
+      if (!S.ready) return NOT_READY;
+      if (!S.cfg.callback.enabled) return fail(S.cfg.callback.reason || 'Callback disabled');
+      var wrong = phoneError(phone);
+      if (wrong) return fail(wrong);
+      call('call', { phone: phone.trim(), page: page(), landing_url: landing }).then(function () {
+        S.cfg.callback = { enabled: false, reason: 'Callback unavaiable' }; // one call at a time
+        fire('onCallStart');
+        fire('onChangeState', S.open ? 'chat' : 'label');
+      }, function (e) { fire('onCallEnd', { result: 'fail', reason: e.message }); });
+      return { result: 'ok' };
+    },
+    isCallbackEnabled: function (cb) {
+      var done = typeof cb === 'function' ? cb : noop;
+      call('callback', {}).then(function (j) {
+        if (S.cfg) S.cfg.callback = { enabled: !j.reason, reason: j.reason };
+        try { done(j.reason ? { reason: j.reason } : { result: 'ok' }); } catch (e) { /* the page's */ }
+      }, function () { try { done({ reason: 'Callback unavaiable' }); } catch (e) { /* the page's */ } });
+    },
+    sendOfflineMessage: function (message, done) {
+      var m = message && typeof message === 'object' ? message : {};
+      var v = {};
+      ['name', 'email', 'phone', 'description', 'message'].forEach(function (k) { v[k] = m[k] === undefined || m[k] === null ? '' : String(m[k]).trim(); });
+      var error = !v.message ? 'Write a message.'
+        : !v.email && !v.phone ? 'Give an e-mail address or a phone number so that we can answer.'
+          : v.email && !EMAIL.test(v.email) ? v.email + ' is not a valid e-mail address'
+            : v.phone && phoneError(v.phone) ? 'Wrong phone number format' : '';
+      if (error) return { result: 'fail', error: error };
+      v.page = page();
+      v.landing_url = landing;
+      call('offline', v).then(function () { if (typeof done === 'function') done(null); }, function (e) {
+        if (typeof done === 'function') done(e.message);
+      });
+      return { result: 'ok' };
+    },
+    sendPageTitle: function (title, fromApi, url) {
+      pageTitle = typeof title === 'string' ? title : d.title;
+      var p = { url: typeof url === 'string' && url ? url : location.href, title: pageTitle };
+      if (S.token) call('page', p).catch(noop);
+      if (S.ready) arm();
+      return { result: 'ok' };
+    },
+    getUnreadMessagesCount: function () { return S.unread; },
+    getUtm: function () {
+      var out = {}, q;
+      try { q = new URL(landing).searchParams; } catch (e) { return out; }
+      UTM.forEach(function (k) { var v = q.get('utm_' + k); if (v) out[k] = v; });
+      return out;
+    },
+    clearHistory: function () {
+      put(local, '_token', null);
+      if (S.stream) S.stream.close();
+      S.stream = null; S.token = null; S.chat = null; S.messages = []; S.seen = {}; S.unread = 0;
+      S.contact = { client_name: null, email: null, phone: null, description: null };
+      if (ui.list) while (ui.list.firstChild) ui.list.removeChild(ui.list.firstChild);
+      badge();
+      render();
+      return { result: 'ok' };
+    },
+    setWidgetColor: function (color, color2) {
+      if (!COLOR.test(color || '') || (color2 && !COLOR.test(color2))) return fail('Colours are #rrggbb.');
+      S.color = [color, color2 || (S.cfg ? S.cfg.color2 : '#ffffff')];
+      if (host) paint();
+      return { result: 'ok' };
+    },
+    init: function () { boot(); return { result: 'ok' }; },
+    destroy: function () { destroy(); return { result: 'ok' }; }
+  };
+  w.svc_api = api;
+  w.svc_init = api.init;
+  w.svc_destroy = api.destroy;
+  w.addEventListener('resize', function () { if (S.ready && S.open) size(); });
+
+  var CSS = [
+    ':host{all:initial;position:fixed;z-index:2147483000;right:20px;bottom:20px;font:15px/1.4 system-ui,-apple-system,\'Segoe UI\',Roboto,sans-serif;color:#1b1f24}',
+    '*{box-sizing:border-box}',
+    '[hidden]{display:none!important}',
+    'button{font:inherit;cursor:pointer}',
+    ':focus-visible{outline:3px solid #bf8700;outline-offset:2px}',
+    '.label{display:flex;align-items:center;gap:8px;border:0;border-radius:24px;padding:12px 18px;background:var(--svc-color);color:var(--svc-text);box-shadow:0 4px 14px rgba(0,0,0,.25);font-weight:600}',
+    '.badge{background:#d1242f;color:#fff;border-radius:10px;min-width:20px;padding:0 6px;font-size:12px;line-height:20px;text-align:center}',
+    '.window{display:flex;flex-direction:column;width:370px;height:min(560px,calc(100vh - 40px));background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.3);overflow:hidden}',
+    '.head{display:flex;align-items:center;gap:8px;padding:12px 14px;background:var(--svc-color);color:var(--svc-text)}',
+    '.head>div{flex:1;min-width:0}',
+    '.title{margin:0;font-size:16px}',
+    '.sub{font-size:13px}',
+    '.head button{background:transparent;border:0;color:inherit}',
+    '.close{font-size:26px;line-height:1;padding:0 6px}',
+    '.link{text-decoration:underline;font-size:13px}',
+    '.views,.view{flex:1;display:flex;flex-direction:column;min-height:0}',
+    '.list{flex:1;overflow-y:auto;padding:12px;display:flex;flex-direction:column;gap:8px;background:#f6f8fa}',
+    '.msg{max-width:85%;padding:8px 12px;border-radius:12px;background:#fff;border:1px solid #d0d7de;overflow-wrap:anywhere;white-space:pre-wrap}',
+    '.msg.client{align-self:flex-end;background:var(--svc-color);color:var(--svc-text);border-color:transparent}',
+    '.msg.agent,.msg.bot{align-self:flex-start}',
+    '.who{font-size:12px;font-weight:600;color:#57606a;margin-bottom:2px}',
+    '.msg a{color:#0a58ca}',
+    '.msg.client a{color:inherit}',
+    '.choices{display:flex;flex-wrap:wrap;gap:6px;margin-top:6px}',
+    '.choice{border:1px solid #0a58ca;background:#fff;color:#0a3069;border-radius:14px;padding:4px 10px}',
+    '.note{align-self:center;font-size:13px;color:#57606a;text-align:center}',
+    '.typing{padding:4px 12px;font-size:13px;color:#57606a;font-style:italic}',
+    '.compose{display:flex;flex-wrap:wrap;gap:6px;padding:10px;border-top:1px solid #d0d7de}',
+    '.department{width:100%}',
+    '.input{flex:1;resize:none;min-width:0}',
+    'input,textarea,select{font:inherit;font-size:16px;padding:7px;border:1px solid #6e7781;border-radius:6px;color:#1b1f24;background:#fff}',
+    '.primary{background:var(--svc-color);color:var(--svc-text);border:0;border-radius:8px;padding:8px 14px;font-weight:600}',
+    '.form{padding:14px;overflow-y:auto;margin:0}',
+    '.field{display:flex;flex-direction:column;gap:2px;margin-bottom:10px}',
+    '.field label{font-size:13px;font-weight:600}',
+    '.status{min-height:1em;margin:4px 0}',
+    '.error{color:#b3261e}',
+    '.done{padding:14px}',
+    '.rate{padding:10px;text-align:center;border-top:1px solid #d0d7de}',
+    '.rate p{margin:0 0 6px}',
+    '.rate button{margin:0 4px;padding:6px 12px;border:1px solid #6e7781;border-radius:8px;background:#fff;color:#1b1f24}',
+    '@media (max-width:480px){:host{right:12px;bottom:12px}.window{position:fixed;inset:0;width:100vw;height:100%;border-radius:0}}'
+  ].join('');
+  if (d.readyState === 'loading') d.addEventListener('DOMContentLoaded', boot); else boot();
+})();
