@@ -17,7 +17,7 @@ class HostSite:
         site = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 found = site.pages.get(self.path.split("?")[0])
                 if found is None:
                     self.send_error(404)

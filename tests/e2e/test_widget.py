@@ -24,14 +24,24 @@ PASSWORD = "agent-password"  # tests.factories.AgentFactory
 LIVE = 5000  # ms
 
 # Every callback the page may declare records its call, in order.
-CALLBACKS = (
-    "svc_onLoadCallback svc_onOpen svc_onMessageSent svc_onAccept svc_onClose "
-    "svc_onIntroduction svc_onResizeCallback svc_onCallStart svc_onCallEnd svc_onChangeState "
-    "svc_onClientStartChat svc_onMessageReceived svc_onWidgetDestroy"
-).split()
+CALLBACKS = [
+    "svc_onLoadCallback",
+    "svc_onOpen",
+    "svc_onMessageSent",
+    "svc_onAccept",
+    "svc_onClose",
+    "svc_onIntroduction",
+    "svc_onResizeCallback",
+    "svc_onCallStart",
+    "svc_onCallEnd",
+    "svc_onChangeState",
+    "svc_onClientStartChat",
+    "svc_onMessageReceived",
+    "svc_onWidgetDestroy",
+]
+RECORD = "window.{} = (arg) => window.calls.push([{}, arg === undefined ? null : arg]);\n"
 RECORDER = "window.calls = [];\n" + "".join(
-    f"window.{name} = function (arg) {{ window.calls.push([{json.dumps(name)}, arg === undefined ? null : arg]); }};\n"
-    for name in CALLBACKS
+    RECORD.format(name, json.dumps(name)) for name in CALLBACKS
 )
 
 
