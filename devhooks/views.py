@@ -10,6 +10,7 @@ reads and changes only its own chat.
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from collections.abc import Callable
@@ -43,20 +44,29 @@ CORS = {
 
 
 @cache
-def _script_text() -> bytes:
-    return SCRIPT.read_bytes()
+def _script_bytes(modified: float) -> tuple[bytes, bytes]:
+    """The script as it is and gzipped, read again when the file changes."""
+    text = SCRIPT.read_bytes()
+    return text, gzip.compress(text, compresslevel=9, mtime=0)
 
 
 def script(request: HttpRequest, widget_id: str) -> HttpResponse:
     """``/widget/<widget_id>.js``: the same script for every widget (it reads
-    its widget id from its own URL), cached by browsers for five minutes."""
+    its widget id from its own URL), gzipped for browsers that take it (all
+    of them), cached by browsers for five minutes."""
     if request.method not in ("GET", "HEAD"):
         return _cors(error_response(405, "method not allowed"))
     if widgets.widget_for(widget_id) is None:
         response = HttpResponse("/* no such widget */", status=404, content_type="text/javascript")
         return _cors(response)
-    body = SCRIPT.read_bytes() if settings.DEBUG else _script_text()
-    response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+    plain, packed = _script_bytes(SCRIPT.stat().st_mtime)
+    gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
+    response = HttpResponse(
+        packed if gzipped else plain, content_type="text/javascript; charset=utf-8"
+    )
+    if gzipped:
+        response["Content-Encoding"] = "gzip"
+    response["Vary"] = "Accept-Encoding"
     response["Cache-Control"] = "public, max-age=300"
     return _cors(response)
 
