@@ -213,7 +213,7 @@ def _body(request: HttpRequest) -> dict[str, Any] | None:
         return None
     try:
         body = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return body if isinstance(body, dict) else None
 

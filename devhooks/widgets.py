@@ -325,7 +325,7 @@ def _set_visitor_data(client: Client, **values: Any) -> None:
 def _department(widget: WidgetChannel, department_id: Any) -> Department | None:
     if department_id in (None, "", 0):
         return None
-    if isinstance(department_id, str) and department_id.isdigit():
+    if isinstance(department_id, str) and department_id.isascii() and department_id.isdigit():
         department_id = int(department_id)
     if not isinstance(department_id, int) or isinstance(department_id, bool):
         raise WidgetError("department_id must be a number")
