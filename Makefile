@@ -15,6 +15,10 @@ export EXAMPLE_BOT_URL ?= http://$(HOST):$(BOT_PORT)
 # developer webhooks at it.
 CRM_PORT ?= 8020
 export EXAMPLE_CRM_URL ?= http://$(HOST):$(CRM_PORT)
+# The example site embedding the demo widget (docs/examples/widget_host.py), on
+# an origin other than the service's; seed_demo prints it as the widget's host_page.
+WIDGET_HOST_PORT ?= 8030
+export EXAMPLE_WIDGET_HOST_URL ?= http://$(HOST):$(WIDGET_HOST_PORT)/
 DEMO_DIR := $(or $(VAR_DIR),var)
 
 .PHONY: run test screenshots lint format bench clean chromium
@@ -34,11 +38,16 @@ run: $(STAMP)
 	  if c['kind'] == 'bot' and 'token' in c]; \
 	  print(*(bots and [bots[0]['webhook_url_prefix'], bots[0]['token']]))" \
 	  < $(DEMO_DIR)/demo.json > $(DEMO_DIR)/demo-bot.args
+	@$(PY) -c "import json, sys; widgets = [c for c in json.load(sys.stdin)['channels'] \
+	  if c['kind'] == 'widget' and 'widget_id' in c]; \
+	  print(*(widgets and [widgets[0]['widget_id']]))" \
+	  < $(DEMO_DIR)/demo.json > $(DEMO_DIR)/demo-widget.args
 	@echo
 	@echo "Switchboard: http://$(HOST):$(PORT)/  (admin /admin/, agent API /api/agent/v1/, docs /api/docs/)"
 	@echo "Example bot: $(EXAMPLE_BOT_URL)/<token>, on the channel \"Demo with bot\" (docs/bot-api.md)"
 	@echo "Example CRM: $(EXAMPLE_CRM_URL)/ receives the developer webhooks (docs/webhooks.md)"
-	@echo "Logins are printed above. Ctrl-C stops web, worker, beat, the example bot and CRM."
+	@echo "Example site: $(EXAMPLE_WIDGET_HOST_URL) embeds the widget \"Demo website\" (docs/widget.md)"
+	@echo "Logins are printed above. Ctrl-C stops web, worker, beat, the example bot, CRM and site."
 	@bash -c 'pids=""; \
 	  stop() { trap - INT TERM EXIT; kill -TERM $$pids 2>/dev/null; wait; }; \
 	  trap stop INT TERM EXIT; \
@@ -48,6 +57,11 @@ run: $(STAMP)
 	      --webhook-url-prefix "$$prefix" --token "$$token" & pids="$$pids $$!"; \
 	  else echo "the example bot is not started: see the bot entry of seed_demo above"; fi; \
 	  $(PY) docs/examples/crm_receiver.py --host $(HOST) --port $(CRM_PORT) & pids="$$pids $$!"; \
+	  read -r widget_id < $(DEMO_DIR)/demo-widget.args; \
+	  if [ -n "$$widget_id" ]; then \
+	    $(PY) docs/examples/widget_host.py --host $(HOST) --port $(WIDGET_HOST_PORT) \
+	      --service-url "$(PUBLIC_URL)" --widget-id "$$widget_id" & pids="$$pids $$!"; \
+	  else echo "the example site is not started: see the widget entry of seed_demo above"; fi; \
 	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m gunicorn -c config/gunicorn.py config.asgi:application \
