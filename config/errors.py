@@ -49,16 +49,19 @@ class ApiErrorBodies:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if (
-            response.status_code < 400
-            or not is_api_path(request.path_info)
-            or response.get("Content-Type", "").startswith("application/json")
+            response.status_code >= 400
+            and is_api_path(request.path_info)
+            and not response.get("Content-Type", "").startswith("application/json")
         ):
-            return response
-        replaced = error_response(response.status_code, response.reason_phrase.lower())
-        for header in _KEPT_HEADERS:
-            if header in response:
-                replaced[header] = response[header]
-        return replaced
+            replaced = error_response(response.status_code, response.reason_phrase.lower())
+            for header in _KEPT_HEADERS:
+                if header in response:
+                    replaced[header] = response[header]
+            response = replaced
+        if request.path_info.startswith("/widget/"):
+            # The widget reads every answer from a site's origin, errors too.
+            response["Access-Control-Allow-Origin"] = "*"
+        return response
 
 
 @csrf_exempt

@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 SCRIPT = Path(settings.BASE_DIR) / "static" / "widget" / "widget.js"
 MAX_BODY = 64 * 1024
+NOT_JSON = "send a JSON object of at most 64 KB"
 CORS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
@@ -208,14 +209,42 @@ ACTIONS: dict[str, Action] = {
 }
 
 
-def _body(request: HttpRequest) -> dict[str, Any] | None:
-    if len(request.body) > MAX_BODY:
-        return None
+def _body(request: HttpRequest) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object sent, or None and why: too big, not a JSON object, or
+    holding a string no column can keep (a NUL, half of a surrogate pair)."""
+    declared = str(request.META.get("CONTENT_LENGTH") or "0")
+    too_big = not declared.isascii() or not declared.isdigit() or int(declared) > MAX_BODY
+    if too_big or len(request.body) > MAX_BODY:  # the first refuses before reading
+        return None, NOT_JSON
     try:
         body = json.loads(request.body or b"{}")
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return None
-    return body if isinstance(body, dict) else None
+        return None, NOT_JSON
+    if not isinstance(body, dict):
+        return None, NOT_JSON
+    if not _storable(body):
+        return None, "a text holds a NUL character or half of a surrogate pair"
+    return body, ""
+
+
+def _storable(value: Any) -> bool:
+    """Every string in ``value`` is valid UTF-8 text without NUL."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            if "\x00" in item:
+                return False
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
 
 
 @csrf_exempt  # no cookie is read: the visitor's token in the body is the credential
@@ -231,9 +260,9 @@ def visitor_api(request: HttpRequest, widget_id: str, action: str) -> HttpRespon
     widget = widgets.widget_for(widget_id)
     if handler is None or widget is None:
         return _cors(error_response(404, "no such widget or action"))
-    body = _body(request)
+    body, refusal = _body(request)
     if body is None:
-        return _cors(error_response(400, "send a JSON object of at most 64 KB"))
+        return _cors(error_response(400, refusal))
     visit = Visit(request, widget, body)
     if visit.visitor is not None and not ratelimit.admit(
         key=f"widget:{visit.visitor.pk}",

@@ -149,7 +149,10 @@ def utm_of(url: Any) -> dict[str, Any]:
     except ValueError:
         return {}
     pairs = [(key, value) for key, value in parse_qsl(query) if key.startswith("utm_")]
-    found = {key[4:]: value[:200] for key, value in pairs if key[4:] in UTM_FIELDS}
+    # %00 decodes to a NUL, which no column keeps.
+    found = {
+        key[4:]: value.replace("\x00", "")[:200] for key, value in pairs if key[4:] in UTM_FIELDS
+    }
     if not found:
         return {}
     utm = "&".join(f"utm_{key}={value}" for key, value in found.items())

@@ -3,8 +3,6 @@ through Django's test client, as a visitor's browser calls them: JSON sent
 as ``text/plain`` (a CORS simple request), the visitor's token in the body.
 
 The developer webhooks these requests cause are in test_widget_webhooks.py.
-Bugs found and not fixed here are strict xfails (at the end, and the CORS
-one): a fix makes them pass, and then the marker must go.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agents import ratelimit, selectors, services
-from agents.content import LONE_SURROGATE, clean_content
+from agents.content import clean_content
 from agents.models import (
     Agent,
     Call,
@@ -49,6 +47,7 @@ from devhooks.services import set_developer_webhook
 from devhooks.widgets import create_widget_channel
 from tests.factories import AgentFactory, text
 
+NUL_REFUSED = "a text holds a NUL character or half of a surrogate pair"
 pytestmark = pytest.mark.django_db
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
@@ -448,7 +447,7 @@ def test_a_message_that_is_no_text_is_400_and_makes_nothing(vera: Visitor, value
 def test_a_message_without_text_is_400_for_a_known_visitor_too(vera: Visitor) -> None:
     vera.ok("visitor")
     assert vera.refused("message") == "write a message"
-    assert vera.refused("message", text="a\x00b") == "the message holds a NUL character"
+    assert vera.refused("message", text="a\x00b") == NUL_REFUSED
     assert Chat.objects.count() == 0 and visitor_count() == 1
 
 
@@ -591,7 +590,7 @@ def test_what_is_not_known_is_null(widget: WidgetChannel) -> None:
         ({"phone": "ring me"}, PHONE_MESSAGE),
         ({"name": 42}, "name must be a string"),
         ({"email": ["vera@example.com"]}, "email must be a string"),
-        ({"description": "a\x00b"}, "description holds a NUL character"),
+        ({"description": "a\x00b"}, NUL_REFUSED),
         ({"name": "x" * 256}, "name is longer than 255 characters"),
     ],
 )
@@ -1050,13 +1049,6 @@ def test_every_answer_allows_any_origin(widget: WidgetChannel, settings: Any) ->
     error_of(Visitor(widget, address=unique_address()).post("message", text="Hi"), 429)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: answers made outside devhooks.views (the URL catch-all, Django's 400 "
-    "for a body over DATA_UPLOAD_MAX_MEMORY_SIZE, handler500, ApiErrorBodies' "
-    "replacements) carry no Access-Control-Allow-Origin, so the widget's page cannot "
-    "read them.",
-)
 @pytest.mark.parametrize("case", ["trailing-slash", "no-action", "over-2.5MB", "crash"])
 def test_answers_made_outside_the_widget_view_allow_any_origin_too(
     widget: WidgetChannel, case: str, monkeypatch: pytest.MonkeyPatch
@@ -1336,16 +1328,6 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
-def known_500(body: dict[str, Any]) -> bool:
-    """A body holding what the xfail tests below show to answer 500 (bugs
-    reported, not fixed here): a lone surrogate; on PostgreSQL a NUL, or a
-    %00 that a landing URL's UTM decodes to one."""
-    found = strings_in(body)
-    if any(LONE_SURROGATE.search(s) for s in found):
-        return True
-    return POSTGRES and any("\x00" in s or "%00" in s for s in found)
-
-
 @pytest.fixture
 def fuzz_widget(alice: Agent, billing: Department) -> WidgetChannel:
     return create_widget_channel(
@@ -1381,8 +1363,6 @@ def test_no_body_makes_a_500(
 
     answer = page.post(action, **body)
 
-    if answer.status_code == 500 and known_500(body):
-        return  # the bugs of the xfail tests below
     assert answer.status_code in (200, 400, 429), (answer.status_code, answer.content[:300])
     assert answer["Access-Control-Allow-Origin"] == "*"
     if answer.status_code != 200:
@@ -1395,12 +1375,6 @@ def answered(answer: Answer) -> None:
         error_of(answer, 400)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a lone surrogate (a JSON escape like \\ud83d) reaches the database and "
-    "fails to encode as UTF-8: 500. devhooks/views.py _body should scrub strings as "
-    "agents.api.parsers.loads does.",
-)
 @pytest.mark.parametrize(
     ("action", "body"),
     [
@@ -1420,13 +1394,6 @@ def test_a_lone_surrogate_is_no_500(
     answered(Visitor(widget, raise_errors=False).post(action, **body))
 
 
-@pytest.mark.xfail(
-    condition=POSTGRES,
-    strict=True,
-    reason="BUG (PostgreSQL): a NUL or a lone surrogate in what is kept as JSON "
-    "(visitor_data: custom data, the page, UTM decoded from a landing URL's %00) or a "
-    "NUL in the invitation text is refused by PostgreSQL: 500.",
-)
 @pytest.mark.parametrize(
     ("action", "body"),
     [
