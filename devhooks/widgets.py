@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Q
 
 from agents import selectors
 from agents import services as chats
@@ -61,17 +62,22 @@ def create_widget_channel(
 ) -> WidgetChannel:
     """A widget channel with its agents; ``callback`` takes callback requests
     every day, all day (the admin narrows the hours)."""
-    name = name.strip()
+    name, title = name.strip(), title.strip()
     if not name or len(name) > 200:
         raise WidgetError("a widget channel needs a name of 1 to 200 characters")
+    if len(title) > 100:
+        raise WidgetError("the title holds at most 100 characters")
     emails = [email.strip().lower() for email in agent_emails]
-    found = {agent.email: agent for agent in Agent.objects.filter(email__in=emails)}
+    any_of = Q(pk__in=[])
+    for email in emails:
+        any_of |= Q(email__iexact=email)
+    found = {agent.email.lower(): agent for agent in Agent.objects.filter(any_of)}
     missing = [email for email in emails if email not in found]
     if missing:
         raise WidgetError(f"no agent with e-mail {missing[0]!r}")
     channel = Channel.objects.create(name=name, kind=Channel.Kind.WIDGET)
     channel.agents.set(found.values())
-    widget = WidgetChannel.objects.create(channel=channel, title=title.strip() or "Chat with us")
+    widget = WidgetChannel.objects.create(channel=channel, title=title or "Chat with us")
     widget.departments.set(departments)
     CallbackSettings.objects.create(
         channel=channel,

@@ -17,6 +17,7 @@ from django.urls import reverse
 from agents.models import Agent, CallbackSettings, Channel, Department
 from devhooks.demo import WIDGET_NAME, WIDGET_RULES
 from devhooks.models import STUB, WidgetChannel
+from devhooks.widgets import WidgetError, create_widget_channel
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -315,3 +316,20 @@ def test_seed_demo_names_the_example_site_of_make_run(monkeypatch: pytest.Monkey
     monkeypatch.setenv("EXAMPLE_WIDGET_HOST_URL", "http://127.0.0.1:9030/")
 
     assert seed()["host_page"] == "http://127.0.0.1:9030/"
+
+
+def test_agents_are_found_whatever_the_case_of_their_e_mail() -> None:
+    agent = Agent.objects.create_user("Carol.Mixed@Example.com", "pw", name="Carol")
+    Agent.objects.filter(pk=agent.pk).update(
+        email="Carol.Mixed@Example.com"
+    )  # as an admin may save it
+
+    widget = create_widget_channel(name="Case", agent_emails=["carol.mixed@example.com"])
+
+    assert list(widget.channel.agents.all()) == [agent]
+
+
+def test_a_title_over_100_characters_is_refused_and_nothing_is_made() -> None:
+    with pytest.raises(WidgetError, match="at most 100"):
+        create_widget_channel(name="Long", title="x" * 101)
+    assert not WidgetChannel.objects.exists()
