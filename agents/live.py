@@ -13,6 +13,7 @@ rendered HTML only for what they show in full.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from datetime import timedelta
@@ -28,7 +29,22 @@ from agents.models import Agent, Call, Chat, LiveEvent, Message, OfflineMessage
 
 logger = logging.getLogger(__name__)
 
-CHANNEL = "switchboard:live"
+
+def channel_name() -> str:
+    """The Redis pub/sub channel of this installation's live events.
+
+    Pub/sub ignores Redis's database number: two installations (or test
+    runs) on one Redis server would hear each other's events. The name
+    carries the installation's database and Redis URL, so each hears only
+    its own (``LIVE_REDIS_CHANNEL`` names it outright).
+    """
+    if settings.LIVE_REDIS_CHANNEL:
+        return str(settings.LIVE_REDIS_CHANNEL)
+    database = settings.DATABASES["default"]
+    where = f"{database.get('HOST', '')}:{database.get('PORT', '')}/{database['NAME']}"
+    mark = f"{where}|{settings.REDIS_URL}"
+    return "switchboard:live:" + hashlib.sha256(mark.encode()).hexdigest()[:16]
+
 
 # What a visitor's own stream may hear of its chat; notes are for agents only.
 CLIENT_VISIBLE_AUTHORS = (Message.Author.CLIENT, Message.Author.AGENT, Message.Author.BOT)
@@ -49,7 +65,7 @@ def _redis_publish(payload: str) -> None:
     from agents.streams import redis_client  # the one client per process
 
     try:
-        redis_client().publish(CHANNEL, payload)
+        redis_client().publish(channel_name(), payload)
     except Exception:  # a hub that missed it catches up from the table
         logger.warning("live.publish_failed", exc_info=True)
 

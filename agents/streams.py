@@ -31,7 +31,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.live import CHANNEL, as_dict
+from agents.live import as_dict, channel_name
 from agents.models import Agent, Channel, LiveEvent
 from agents.tokens import agent_for_key, client_for_visitor_token
 from config.api_errors import error_response, method_not_allowed
@@ -198,7 +198,7 @@ class Hub:
         client = redis.asyncio.Redis.from_url(settings.REDIS_URL)
         pubsub = client.pubsub()
         try:
-            await pubsub.subscribe(CHANNEL)
+            await pubsub.subscribe(channel_name())
             await self._catch_up()  # what came while we were not subscribed
             while self.listeners:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)

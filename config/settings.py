@@ -433,6 +433,9 @@ CELERY_BEAT_SCHEDULE["forget-live-events"] = {
     "schedule": 60.0,
     "options": {"expires": 60.0},
 }
+# The Redis pub/sub channel of live events; empty: one derived from the
+# database and REDIS_URL, so installations sharing a Redis server stay apart.
+LIVE_REDIS_CHANNEL = env.str("LIVE_REDIS_CHANNEL", default="")
 # An agent's open streams follow changes of its channels this often.
 LIVE_MEMBERSHIP_SECONDS = env.float("LIVE_MEMBERSHIP_SECONDS", default=2.0)
 

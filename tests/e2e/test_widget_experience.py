@@ -23,7 +23,6 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, Route, e
 
 from agents import services
 from agents.content import Content
-from agents.live import CHANNEL
 from agents.models import Agent, Call, Chat, Client, Message, OfflineMessage
 from agents.selectors import calls_for_agent
 from bots.services import attach_bot, create_bot_provider
@@ -781,7 +780,8 @@ def test_the_visitor_sees_its_own_chat_only_when_another_deployment_shares_the_r
             "data": {"chat_id": chat.pk, "state": "active", "message": message},
         }
         other = redis.Redis.from_url(urlunsplit(urlsplit(settings.REDIS_URL)._replace(path="/3")))
-        other.publish(CHANNEL, json.dumps(foreign))
+        # Another installation on the same Redis server publishes on its own channel.
+        other.publish("switchboard:live:another-installation", json.dumps(foreign))
         other.close()
     services.post_agent_message(
         chat=chat, agent=alice, content=Content("text", "The real answer", {})
