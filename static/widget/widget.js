@@ -11,7 +11,8 @@
 (function () {
   'use strict';
   var w = window, d = document;
-  if (w.svc_api && w.svc_api.__switchboard) return; // loaded twice
+  // Loaded twice? (The pre-load stub's Proxy answers every name with a function.)
+  if (w.svc_api && w.svc_api.__switchboard === true) return;
 
   var script = d.currentScript;
   if (!script) {
@@ -52,9 +53,9 @@
     messages: [], seen: {}, open: false, view: 'chat', unread: 0, lastEvent: 0,
     contact: { client_name: null, email: null, phone: null, description: null },
     pending: {}, rules: null, invitation: '', department: null, typingTimer: 0,
-    typingSent: 0, started: false, stream: null, timers: [], color: null, poll: 0
+    typingSent: 0, started: false, stream: null, timers: [], color: null, poll: 0, epoch: 0
   };
-  var pageTitle = d.title;
+  var pageTitle = d.title, pageUrl = ''; // as sendPageTitle last said
 
   // --- the page's callbacks ----------------------------------------------------
   function fire(name, arg) {
@@ -69,11 +70,12 @@
     // One request at a time: the first one that makes a visitor returns its
     // token, and every later one carries it.
     var run = function () {
-      body = body || {};
-      if (S.token) body.token = S.token;
+      var sent = {}; // a copy: the caller's object (given to a callback) never holds the token
+      for (var k in body || {}) sent[k] = body[k];
+      if (S.token) sent.token = S.token;
       return fetch(API + action, {
         method: 'POST', mode: 'cors', credentials: 'omit',
-        headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(body)
+        headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(sent)
       }).then(function (r) {
         return r.json().then(function (j) {
           if (j && j.token) remember(j.token);
@@ -97,18 +99,20 @@
     if (!S.token) return;
     var p = S.pending;
     S.pending = {};
-    if (p.contact) call('contact', p.contact).catch(noop);
+    if (p.contact) call('contact', p.contact).then(function (j) { S.contact = j.contact; }, noop);
     if (p.fields) call('custom_data', { fields: p.fields }).catch(noop);
     if (p.userToken) call('user_token', { user_token: p.userToken }).catch(noop);
   }
-  function page() { return { url: location.href, title: pageTitle || d.title }; }
+  function page() { return { url: pageUrl || location.href, title: pageTitle || d.title }; }
 
   // --- the live stream -------------------------------------------------------------
   function listen() {
     if (!S.token || S.stream || !S.ready) return;
     if (!w.EventSource) { S.poll = setInterval(refresh, 5000); return; }
-    var url = BASE + '/visitor/' + encodeURIComponent(S.token) + '/stream' +
-      (S.lastEvent ? '?last_event_id=' + S.lastEvent : '');
+    // A new visitor knows no event id yet: it asks for all of its events (after
+    // id 1), or what came between its first request and this stream (an agent's
+    // quick Reply, a bot's answer) would be lost. The service may send a reset first.
+    var url = BASE + '/visitor/' + encodeURIComponent(S.token) + '/stream?last_event_id=' + (S.lastEvent || 1);
     var es = S.stream = new EventSource(url);
     var on = function (kind, f) {
       es.addEventListener(kind, function (e) {
@@ -134,8 +138,12 @@
       render();
     });
     on('call', function (data) {
-      if (data.status === 'end') fire('onCallEnd', { result: 'ok' });
-      if (data.status === 'error') fire('onCallEnd', { result: 'fail', reason: data.reason || 'The call failed' });
+      if (data.status !== 'end' && data.status !== 'error') return;
+      var ended = data.status === 'end' ? { result: 'ok' } : { result: 'fail', reason: data.reason || 'The call failed' };
+      // The call is over: startCall may be allowed again (ask before telling the page).
+      call('callback', {}).then(function (j) {
+        if (S.cfg) S.cfg.callback = { enabled: !j.reason, reason: j.reason };
+      }, noop).then(function () { fire('onCallEnd', ended); });
     });
     on('reset', refresh);
     es.onerror = function () {
@@ -143,7 +151,10 @@
     };
   }
   function refresh() {
-    return call('session', { page: page(), landing_url: landing }).then(load, noop);
+    var epoch = S.epoch;
+    return call('session', { page: page(), landing_url: landing }).then(function (j) {
+      if (epoch === S.epoch) load(j); // else clearHistory came meanwhile: not this visitor's
+    }, noop);
   }
 
   // --- building the UI ---------------------------------------------------------------
@@ -455,7 +466,7 @@
       queue = [];
       q.forEach(function (item) { try { api[item[0]].apply(null, item[1] || []); } catch (e) { /* a bad queued call */ } });
       fire('onLoadCallback');
-      fire('onChangeState', 'label');
+      if (!S.open) fire('onChangeState', 'label'); // a queued open() has said 'chat'
     }, function () {
       S.booting = false; // unreachable: the page stays as it is
     });
@@ -562,7 +573,8 @@
     getVisitorNumber: function (cb) {
       var done = typeof cb === 'function' ? cb : noop;
       call('visitor', { page: page(), landing_url: landing }).then(function (j) {
-        S.contact = j.contact;
+        // A new visitor's contact set before it existed is still on its way.
+        for (var k in j.contact) if (j.contact[k] || !S.contact[k]) S.contact[k] = j.contact[k];
         try { done(null, j.visitor_number); } catch (e) { /* the page's */ }
       }, function (e) { try { done(e.message || 'failed', null); } catch (x) { /* the page's */ } });
     },
@@ -647,7 +659,8 @@
     },
     sendPageTitle: function (title, fromApi, url) {
       pageTitle = typeof title === 'string' ? title : d.title;
-      var p = { url: typeof url === 'string' && url ? url : location.href, title: pageTitle };
+      pageUrl = typeof url === 'string' && url ? url : '';
+      var p = page();
       if (S.token) call('page', p).catch(noop);
       if (S.ready) arm();
       return { result: 'ok' };
@@ -661,6 +674,7 @@
     },
     clearHistory: function () {
       put(local, '_token', null);
+      S.epoch++;
       if (S.stream) S.stream.close();
       S.stream = null; S.token = null; S.chat = null; S.messages = []; S.seen = {}; S.unread = 0;
       S.contact = { client_name: null, email: null, phone: null, description: null };
