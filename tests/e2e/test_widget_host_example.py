@@ -19,7 +19,6 @@ import requests
 from django.conf import settings
 
 from devhooks import widgets
-from tests.e2e.conftest import _web_process, chromium, web_process  # noqa: F401
 from tests.factories import AgentFactory
 from tests.web.server import free_port
 from tests.worker import ROOT
@@ -198,8 +197,8 @@ document.addEventListener("securitypolicyviolation",
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_every_button_and_callback_works_with_the_real_widget_under_the_csp(
-    chromium: Any,  # noqa: F811
-    web_process: Any,  # noqa: F811
+    chromium: Any,
+    web_process: Any,
 ) -> None:
     AgentFactory.create(email="alice@example.com", is_online=True)
     widget = widgets.create_widget_channel(
