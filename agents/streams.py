@@ -231,14 +231,14 @@ async def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[st
     """What ``listener`` missed after event ``after``. When the stream ``asked``
     for it (Last-Event-ID) and some of it is no longer kept, a ``reset``
     comes first: the page must load its state afresh."""
-    oldest = timezone.now() - timedelta(minutes=settings.LIVE_REPLAY_MINUTES)
 
     def query() -> tuple[bool, list[dict[str, Any]]]:
         rows = LiveEvent.objects.filter(id__gt=after, **listener.audience()).order_by("id")
         missed = [as_dict(row) for row in rows[:REPLAY_LIMIT]]
-        dropped = asked and LiveEvent.objects.filter(id__lte=after, created__lt=oldest).exists()
-        gone = asked and not LiveEvent.objects.filter(id__lte=after).exists() and after > 0
-        return (dropped or gone or len(missed) == REPLAY_LIMIT), missed
+        # Events are forgotten oldest first: while event ``after`` is kept, so
+        # is every later one; once it is gone, some of what followed may be.
+        gone = asked and after > 0 and not LiveEvent.objects.filter(id=after).exists()
+        return (gone or len(missed) == REPLAY_LIMIT), missed
 
     gap, missed = await in_thread(query)
     reset = {"id": after, "kind": "reset", "data": {"reason": "events were missed"}}

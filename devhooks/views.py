@@ -25,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents import ratelimit
 from agents.models import Client
+from agents.streams import newest_event_id
 from config.api_errors import error_response
 from config.signin import client_address
 from devhooks import widgets
@@ -86,6 +87,7 @@ class Visit:
         self.request, self.widget, self.body = request, widget, body
         self.visitor = widgets.visitor_for(widget, body.get("token"))
         self.new_token = ""
+        self.events_before = 0
 
     def session(self) -> dict[str, Any]:
         meta = {
@@ -104,6 +106,8 @@ class Visit:
                 window=settings.WIDGET_RATE_WINDOW,
             ):
                 raise RateLimited()
+            # What the new visitor's stream replays from: everything of its own.
+            self.events_before = newest_event_id()
             self.visitor, self.new_token = widgets.new_visitor(self.widget, self.session())
         return self.visitor
 
@@ -280,6 +284,7 @@ def visitor_api(request: HttpRequest, widget_id: str, action: str) -> HttpRespon
     answer = {"result": "ok", **answer}
     if visit.new_token:
         answer["token"] = visit.new_token
+        answer["last_event_id"] = visit.events_before
     return _cors(JsonResponse(answer))
 
 

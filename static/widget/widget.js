@@ -78,7 +78,7 @@
         headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(sent)
       }).then(function (r) {
         return r.json().then(function (j) {
-          if (j && j.token) remember(j.token);
+          if (j && j.token) remember(j.token, j.last_event_id);
           if (!r.ok) throw new Error((j && j.error && j.error.message) || 'HTTP ' + r.status);
           return j;
         });
@@ -88,8 +88,10 @@
     chain = p.then(afterVisitor, noop);
     return p;
   }
-  function remember(token) {
+  function remember(token, lastEvent) {
     var isNew = token !== S.token;
+    // A new visitor's stream replays its events from just before it was made.
+    if (isNew && lastEvent) S.lastEvent = Math.max(S.lastEvent, lastEvent);
     S.token = token;
     put(local, '_token', token);
     if (isNew) listen();
@@ -236,7 +238,12 @@
     scroll();
   }
   function scroll() { if (ui.list) ui.list.scrollTop = ui.list.scrollHeight; }
-  function typing(on) { if (ui.typing) ui.typing.hidden = !on; }
+  function typing(on) {
+    // The agent's "typing" ends by itself if no word of it comes (as on the server).
+    clearTimeout(S.agentTyping);
+    if (on) S.agentTyping = setTimeout(function () { typing(false); }, 10000);
+    if (ui.typing) ui.typing.hidden = !on;
+  }
   function badge() {
     if (!ui.badge) return;
     ui.badge.textContent = S.unread ? String(S.unread) : '';
@@ -313,9 +320,13 @@
     });
     ui.closed = h('p', { class: 'form', text: 'Our agents are offline. Please come back later.' });
     ui.call = form('svc-call', 'Leave your number and we will call you back.', [field('Phone', 'phone', 'tel', true)], 'Call me back', function (v, fail) {
-      var r = api.startCall(v.phone);
+      var r = api.startCall(v.phone, function (error) {
+        if (error) return fail(error);
+        S.view = 'chat';
+        note('We will call you back at ' + v.phone + '.');
+        render();
+      });
       if (r.result !== 'ok') fail(r.reason);
-      else { S.view = 'chat'; note('We will call you back at ' + v.phone + '.'); render(); }
     });
     ui.contact = form('svc-contact', 'Tell us who you are.', [
       field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel')
@@ -485,7 +496,8 @@
 
   // --- a phone: the window fills the screen and the page behind stays put ----------------
   var lockedOverflow = null;
-  function phone() { return w.matchMedia && w.matchMedia('(max-width: 480px)').matches; }
+  var SMALL = '(max-width: 480px), (max-device-width: 480px)'; // the latter: a page without a viewport tag
+  function phone() { return w.matchMedia && w.matchMedia(SMALL).matches; }
   function lockScroll() {
     if (!phone() || lockedOverflow !== null) return;
     lockedOverflow = d.documentElement.style.overflow;
@@ -510,7 +522,7 @@
   }
   function fail(reason) { return { result: 'fail', reason: reason }; }
   function later(name, args) { queue.push([name, [].slice.call(args)]); return { result: 'ok' }; }
-  function showWindow(view) {
+  function showWindow(view, quiet) {
     S.view = view;
     var was = S.open;
     S.open = true;
@@ -520,7 +532,7 @@
     ui.label.hidden = true;
     ui.label.setAttribute('aria-expanded', 'true');
     lockScroll();
-    render(true);
+    render(!quiet); // an invitation nobody asked for takes no focus from the page
     if (!was) fire('onOpen');
     fire('onChangeState', view === 'call' ? 'call' : 'chat');
     size();
@@ -619,19 +631,23 @@
       note(S.invitation);
       ui.list.lastChild.className = 'msg agent invitation';
       ui.list.lastChild.setAttribute('data-testid', 'svc-invitation');
-      showWindow('chat');
+      showWindow('chat', true);
       return { result: 'ok' };
     },
-    startCall: function (phone) {
+    startCall: function (phone, done) {
       if (!S.ready) return NOT_READY;
       if (!S.cfg.callback.enabled) return fail(S.cfg.callback.reason || 'Callback disabled');
       var wrong = phoneError(phone);
       if (wrong) return fail(wrong);
       call('call', { phone: phone.trim(), page: page(), landing_url: landing }).then(function () {
         S.cfg.callback = { enabled: false, reason: 'Callback unavaiable' }; // one call at a time
+        if (typeof done === 'function') done(null);
         fire('onCallStart');
         fire('onChangeState', S.open ? 'chat' : 'label');
-      }, function (e) { fire('onCallEnd', { result: 'fail', reason: e.message }); });
+      }, function (e) {
+        if (typeof done === 'function') done(e.message);
+        fire('onCallEnd', { result: 'fail', reason: e.message });
+      });
       return { result: 'ok' };
     },
     isCallbackEnabled: function (cb) {
@@ -739,7 +755,7 @@
     '.rate{padding:10px;text-align:center;border-top:1px solid #d0d7de}',
     '.rate p{margin:0 0 6px}',
     '.rate button{margin:0 4px;padding:6px 12px;border:1px solid #6e7781;border-radius:8px;background:#fff;color:#1b1f24}',
-    '@media (max-width:480px){:host{right:12px;bottom:12px}.window{position:fixed;inset:0;width:100vw;height:100%;border-radius:0}}'
+    '@media (max-width:480px),(max-device-width:480px){:host{right:12px;bottom:12px}.window{position:fixed;inset:0;width:100vw;height:100%;border-radius:0}}'
   ].join('');
   if (d.readyState === 'loading') d.addEventListener('DOMContentLoaded', boot); else boot();
 })();

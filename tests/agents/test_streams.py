@@ -312,3 +312,24 @@ def test_old_events_are_forgotten_and_a_late_reconnect_is_told_to_reload(
         assert stream.next().data["message"]["text"] == "just now"
     finally:
         stream.close()
+
+
+def test_old_events_not_yet_forgotten_do_not_make_a_reconnect_reload(
+    web: WebServer, alice: Agent, token: str
+) -> None:
+    """Rows past the window wait for the next prune; a reconnect whose own
+    last event is kept has missed nothing and is not told to reload."""
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[alice]))
+    services.post_client_message(client=client, content=text("long ago"))
+    LiveEvent.objects.update(created=timezone.now() - timedelta(minutes=11))
+    services.post_client_message(client=client, content=text("a minute ago"))
+    seen = LiveEvent.objects.order_by("-id").first()
+    assert seen is not None
+    services.post_client_message(client=client, content=text("just now"))
+
+    stream = open_stream(web, token, **{"Last-Event-ID": str(seen.pk)})
+    try:
+        first = stream.next()
+        assert first.kind == "message" and first.data["message"]["text"] == "just now"
+    finally:
+        stream.close()

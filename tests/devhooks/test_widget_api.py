@@ -331,10 +331,14 @@ def test_the_first_message_makes_the_visitor_and_returns_its_token(
         "message_id": Message.objects.get(chat__client=client).pk,
         "chat_id": Chat.objects.get(client=client).pk,
         "token": token,
+        # Its stream replays from here: every event of the new visitor is later.
+        "last_event_id": data["last_event_id"],
     }
+    assert not LiveEvent.objects.filter(client_id=client.pk, id__lte=data["last_event_id"]).exists()
+    assert LiveEvent.objects.filter(client_id=client.pk, id__gt=data["last_event_id"]).exists()
     # Known by the token from now on: no new visitor, no new token.
     again = vera.ok("message", text="Anyone?")
-    assert "token" not in again and visitor_count() == 1
+    assert "token" not in again and "last_event_id" not in again and visitor_count() == 1
     assert again["chat_id"] == data["chat_id"]
 
 
@@ -788,7 +792,7 @@ def test_a_call_reaches_the_channels_agents_and_a_second_one_waits(
 
     data = vera.ok("call", phone="+49 30 555-0101")
 
-    assert set(data) == {"result", "token"}
+    assert set(data) == {"result", "token", "last_event_id"}
     [call] = selectors.calls_for_agent(agent=alice)
     assert call.phone == "+49305550101" and call.status == Call.Status.START
     assert call.client == vera.client and call.type == Call.Type.CALLBACK
@@ -860,7 +864,7 @@ def test_an_offline_message_is_kept_with_the_page(
         "https://shop.example.com/contact",
         "Contact us",
     )
-    assert set(data) == {"result", "token"}
+    assert set(data) == {"result", "token", "last_event_id"}
     assert [o.pk for o in selectors.offline_messages_for_agent(agent=alice)] == [offline.pk]
 
 
