@@ -54,13 +54,13 @@ run: $(STAMP)
 	  read -r prefix token < $(DEMO_DIR)/demo-bot.args; \
 	  if [ -n "$$token" ]; then \
 	    $(PY) docs/examples/bot_provider.py --host $(HOST) --port $(BOT_PORT) \
-	      --webhook-url-prefix "$$prefix" --token "$$token" & pids="$$pids $$!"; \
+	      --webhook-url-prefix "$$prefix" --token="$$token" & pids="$$pids $$!"; \
 	  else echo "the example bot is not started: see the bot entry of seed_demo above"; fi; \
 	  $(PY) docs/examples/crm_receiver.py --host $(HOST) --port $(CRM_PORT) & pids="$$pids $$!"; \
 	  read -r widget_id < $(DEMO_DIR)/demo-widget.args; \
 	  if [ -n "$$widget_id" ]; then \
 	    $(PY) docs/examples/widget_host.py --host $(HOST) --port $(WIDGET_HOST_PORT) \
-	      --service-url "$(PUBLIC_URL)" --widget-id "$$widget_id" & pids="$$pids $$!"; \
+	      --service-url "$(PUBLIC_URL)" --widget-id="$$widget_id" & pids="$$pids $$!"; \
 	  else echo "the example site is not started: see the widget entry of seed_demo above"; fi; \
 	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
 	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \

@@ -18,8 +18,12 @@ from django.utils import timezone
 
 
 def new_public_id() -> str:
-    """A channel's public id: short, URL-safe, unguessable enough to not enumerate."""
-    return secrets.token_urlsafe(12)
+    """A channel's public id: short, URL-safe, unguessable enough to not enumerate,
+    and never starting with "-" (a command line would read it as an option)."""
+    while True:
+        public_id = secrets.token_urlsafe(12)
+        if public_id[0] not in "-_":
+            return public_id
 
 
 class AgentManager(BaseUserManager["Agent"]):

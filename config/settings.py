@@ -446,5 +446,8 @@ GEOIP_DATABASE = env.str("GEOIP_DATABASE", default="")
 # Requests one visitor's browser may make in WIDGET_RATE_WINDOW seconds.
 WIDGET_RATE_LIMIT = env.int("WIDGET_RATE_LIMIT", default=60)
 WIDGET_RATE_WINDOW = env.float("WIDGET_RATE_WINDOW", default=60.0)
+# Requests one address (an IPv6 /64) may make in WIDGET_RATE_WINDOW seconds,
+# whatever visitors it has: an office behind one address has many.
+WIDGET_ADDRESS_RATE_LIMIT = env.int("WIDGET_ADDRESS_RATE_LIMIT", default=1200)
 # New visitors one address may start per WIDGET_RATE_WINDOW.
 WIDGET_NEW_VISITORS_PER_ADDRESS = env.int("WIDGET_NEW_VISITORS_PER_ADDRESS", default=30)

@@ -11,6 +11,7 @@ reads and changes only its own chat.
 from __future__ import annotations
 
 import gzip
+import ipaddress
 import json
 import logging
 from collections.abc import Callable
@@ -99,9 +100,8 @@ class Visit:
     def client(self) -> Client:
         """The visitor, created on first need (with a new token for the browser)."""
         if self.visitor is None:
-            address = client_address(self.request)
             if not ratelimit.admit(
-                key=f"widget-new:{address}",
+                key=f"widget-new:{sender(self.request)}",
                 limit=settings.WIDGET_NEW_VISITORS_PER_ADDRESS,
                 window=settings.WIDGET_RATE_WINDOW,
             ):
@@ -115,6 +115,19 @@ class Visit:
         if self.visitor is None:
             raise WidgetError("no visitor with this token: send a message first")
         return self.visitor
+
+
+def sender(request: HttpRequest) -> str:
+    """Who sends, for the limits: the address, or an IPv6 address's /64
+    (one customer's network; its addresses cost an attacker nothing)."""
+    address = client_address(request)
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if parsed.version == 6:
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return address
 
 
 class RateLimited(Exception):
@@ -149,7 +162,7 @@ def _message(visit: Visit) -> dict[str, Any]:
         department_id=body.get("department_id"),
         invitation=body.get("invitation", ""),
     )
-    return {"message_id": message.pk, "chat_id": message.chat_id}
+    return {"message_id": message.pk, "chat_id": message.chat_id, "state": message.chat.state}
 
 
 def _typing(visit: Visit) -> dict[str, Any]:
@@ -267,6 +280,12 @@ def visitor_api(request: HttpRequest, widget_id: str, action: str) -> HttpRespon
     body, refusal = _body(request)
     if body is None:
         return _cors(error_response(400, refusal))
+    if not ratelimit.admit(
+        key=f"widget-address:{sender(request)}",
+        limit=settings.WIDGET_ADDRESS_RATE_LIMIT,
+        window=settings.WIDGET_RATE_WINDOW,
+    ):
+        return _too_many()
     visit = Visit(request, widget, body)
     if visit.visitor is not None and not ratelimit.admit(
         key=f"widget:{visit.visitor.pk}",

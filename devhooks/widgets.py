@@ -206,6 +206,10 @@ def current_chat(client: Client) -> Chat | None:
 
 def visitor_state(client: Client) -> dict[str, Any]:
     """What a returning browser shows: contact, number, the chat and its history."""
+    # The event id first: a message committed between the two reads is then
+    # in the history or in the stream's replay, perhaps both (the widget
+    # shows each message once), never in neither.
+    last_event_id = newest_event_id()
     chat = current_chat(client)
     messages: list[dict[str, Any]] = []
     if chat is not None:
@@ -216,7 +220,7 @@ def visitor_state(client: Client) -> dict[str, Any]:
         "contact": contact_info(client),
         "chat": chat_data(chat),
         "messages": messages,
-        "last_event_id": newest_event_id(),
+        "last_event_id": last_event_id,
     }
 
 
@@ -338,10 +342,9 @@ def _department(widget: WidgetChannel, department_id: Any) -> Department | None:
         department_id = int(department_id)
     if not isinstance(department_id, int) or isinstance(department_id, bool):
         raise WidgetError("department_id must be a number")
-    department = widget.departments.filter(pk=department_id).first()
-    if department is None:
-        raise WidgetError("this widget offers no such department")
-    return department
+    # One the widget does not offer (any more): the chat opens without one
+    # rather than the visitor being kept from writing.
+    return widget.departments.filter(pk=department_id).first()
 
 
 @transaction.atomic

@@ -179,8 +179,12 @@
   function safeHtml(html) {
     // The service sends sanitized Markdown HTML; keep only a, strong, em and
     // br again here, so that nothing else can ever reach the page.
-    var out = d.createDocumentFragment();
-    var doc = new DOMParser().parseFromString('<body>' + html, 'text/html');
+    var out = d.createDocumentFragment(), doc;
+    try {
+      doc = new DOMParser().parseFromString('<body>' + html, 'text/html');
+    } catch (e) { // a page that requires Trusted Types: the text, unformatted
+      doc = { body: { childNodes: [d.createTextNode(html.replace(/<[^>]*>/g, ''))] } };
+    }
     (function copy(from, to) {
       [].forEach.call(from.childNodes, function (n) {
         if (n.nodeType === 3) { to.appendChild(d.createTextNode(n.textContent)); return; }
@@ -406,7 +410,8 @@
     return call('message', body).then(function (j) {
       add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '' }, false);
       if (first) {
-        S.chat = { id: j.chat_id, state: 'queued', rating: '', agent_name: '' };
+        // The stream may have told of this chat already (a bot's answer, a Reply).
+        if (!S.chat || S.chat.id !== j.chat_id) S.chat = { id: j.chat_id, state: j.state || 'queued', rating: '', agent_name: '' };
         S.invitation = '';
         fire('onMessageSent', text);
         fire('onClientStartChat', { chat_id: j.chat_id });
@@ -571,7 +576,7 @@
       ui.label.hidden = false;
       ui.label.setAttribute('aria-expanded', 'false');
       unlockScroll();
-      ui.label.focus();
+      if (root && root.activeElement) ui.label.focus(); // only when the visitor was in it
       fire('onClose');
       fire('onChangeState', 'label');
       size();
@@ -615,10 +620,9 @@
       return { result: 'ok' };
     },
     setUserToken: function (token) {
-      if ((typeof token !== 'string' && typeof token !== 'number') || !String(token).trim() || String(token).length > 255) {
-        return { result: 'fail', token: token || false };
-      }
-      token = String(token).trim();
+      var t = typeof token === 'string' || typeof token === 'number' ? String(token).trim() : '';
+      if (!t || t.length > 255 || /[\u0000-\u001f\u007f-\u009f]/.test(t)) return { result: 'fail', token: token || false };
+      token = t;
       if (S.token) call('user_token', { user_token: token }).catch(noop);
       else S.pending.userToken = token;
       return { result: 'ok', token: token };
@@ -635,7 +639,7 @@
       return { result: 'ok' };
     },
     startCall: function (phone, done) {
-      if (!S.ready) return NOT_READY;
+      if (!S.ready) return later('startCall', arguments);
       if (!S.cfg.callback.enabled) return fail(S.cfg.callback.reason || 'Callback disabled');
       var wrong = phoneError(phone);
       if (wrong) return fail(wrong);
@@ -665,6 +669,8 @@
         : !v.email && !v.phone ? 'Give an e-mail address or a phone number so that we can answer.'
           : v.email && !EMAIL.test(v.email) ? v.email + ' is not a valid e-mail address'
             : v.phone && phoneError(v.phone) ? 'Wrong phone number format' : '';
+      if (!error && v.message.length > 4000) error = 'The message is longer than 4000 characters.';
+      if (!error && S.cfg && !S.cfg.offline_form) error = 'This widget takes no offline messages.';
       if (error) return { result: 'fail', error: error };
       v.page = page();
       v.landing_url = landing;
@@ -709,6 +715,13 @@
     destroy: function () { destroy(); return { result: 'ok' }; }
   };
   w.svc_api = api;
+  // The stub's calls, in order, now: what needs the window (open, an
+  // invitation, a call) queues itself again until the widget has loaded.
+  var stubbed = queue;
+  queue = [];
+  stubbed.forEach(function (item) {
+    try { if (typeof api[item[0]] === 'function') api[item[0]].apply(null, item[1] || []); } catch (e) { /* a bad call of the page's */ }
+  });
   w.svc_init = api.init;
   w.svc_destroy = api.destroy;
   w.addEventListener('resize', function () { if (S.ready && S.open) size(); });

@@ -117,8 +117,9 @@ def error_of(answer: Answer, status: int) -> str:
 
 
 def unique_address() -> str:
-    """An address no other test (nor an earlier run) counted requests of."""
-    return f"2001:db8::{secrets.token_hex(2)}:{secrets.token_hex(2)}"
+    """An address no other test (nor an earlier run) counted requests of: the
+    limits count an IPv6 address's /64, so the /64 is what differs."""
+    return f"2001:db8:{secrets.token_hex(2)}:{secrets.token_hex(2)}::1"
 
 
 def forget_hits(key: str) -> None:
@@ -139,6 +140,7 @@ def generous_limits(settings: Any) -> None:
     """Tests make many visitors from one address; the rate-limit tests lower the limits."""
     settings.WIDGET_RATE_LIMIT = 100_000
     settings.WIDGET_NEW_VISITORS_PER_ADDRESS = 100_000
+    settings.WIDGET_ADDRESS_RATE_LIMIT = 100_000
     # Agents sign in with force_login here: their passwords need no slow hash.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
@@ -330,6 +332,7 @@ def test_the_first_message_makes_the_visitor_and_returns_its_token(
         "result": "ok",
         "message_id": Message.objects.get(chat__client=client).pk,
         "chat_id": Chat.objects.get(client=client).pk,
+        "state": "queued",
         "token": token,
         # Its stream replays from here: every event of the new visitor is later.
         "last_event_id": data["last_event_id"],
@@ -467,14 +470,11 @@ def test_a_department_the_widget_offers_is_the_chats(
     assert Chat.objects.get(client=by_text.client).department == billing
 
 
-@pytest.mark.parametrize("how", ["other", "unknown", "word", "float", "bool", "list"])
-def test_a_department_the_widget_does_not_offer_is_400(
+@pytest.mark.parametrize("how", ["word", "float", "bool", "list"])
+def test_a_department_id_that_is_no_number_is_400(
     widget: WidgetChannel, billing: Department, how: str
 ) -> None:
-    sales = Department.objects.create(name="Sales")  # exists, but not on this widget
     value = {
-        "other": sales.pk,
-        "unknown": sales.pk + 1000,
         "word": "billing",
         "float": float(billing.pk) + 0.5,
         "bool": True,
@@ -483,9 +483,23 @@ def test_a_department_the_widget_does_not_offer_is_400(
 
     message = Visitor(widget).refused("message", text="Hi", department_id=value)
 
-    expected = "this widget offers no such department" if how in ("other", "unknown") else None
-    assert message == (expected or "department_id must be a number")
+    assert message == "department_id must be a number"
     assert visitor_count() == 0 and Chat.objects.count() == 0
+
+
+@pytest.mark.parametrize("how", ["other", "unknown"])
+def test_a_department_the_widget_does_not_offer_leaves_the_chat_without_one(
+    widget: WidgetChannel, how: str
+) -> None:
+    """An invitation or rule naming a department the widget no longer offers
+    must not keep the visitor from writing: the chat opens without one."""
+    sales = Department.objects.create(name="Sales")  # exists, but not on this widget
+    value = {"other": sales.pk, "unknown": sales.pk + 1000}[how]
+
+    visitor = Visitor(widget)
+    visitor.ok("message", text="Hi", department_id=value)
+
+    assert Chat.objects.get(client=visitor.client).department is None
 
 
 def test_a_message_answering_an_invitation_keeps_its_text_for_agents(vera: Visitor) -> None:
@@ -1216,6 +1230,37 @@ def test_new_visitors_from_one_address_beyond_the_limit_are_429(
     Visitor(widget, address=address).ok("session")
     Visitor(widget, address=unique_address()).ok("message", text="elsewhere")
     assert visitor_count() == 3
+
+
+def test_one_address_beyond_its_limit_is_429_whatever_visitors_it_has(
+    widget: WidgetChannel, settings: Any
+) -> None:
+    """Each new visitor has its own allowance: without a limit per address,
+    one address could make visitors and spend theirs too."""
+    settings.WIDGET_ADDRESS_RATE_LIMIT = 3
+    address = unique_address()
+    for number in range(3):
+        Visitor(widget, address=address).ok("message", text=f"spam {number}")
+
+    answer = Visitor(widget, address=address).post("offline", email="a@example.com", message="x")
+
+    error_of(answer, 429)
+    assert visitor_count() == 3 and not OfflineMessage.objects.exists()
+    Visitor(widget, address=unique_address()).ok("message", text="elsewhere")
+
+
+def test_the_addresses_of_one_ipv6_network_count_as_one(
+    widget: WidgetChannel, settings: Any
+) -> None:
+    settings.WIDGET_NEW_VISITORS_PER_ADDRESS = 2
+    network = unique_address().removesuffix("::1")
+    Visitor(widget, address=f"{network}::1").ok("message", text="1")
+    Visitor(widget, address=f"{network}:0:0:0:2").ok("message", text="2")
+
+    answer = Visitor(widget, address=f"{network}:ffff:ffff:ffff:ffff").post("message", text="3")
+
+    error_of(answer, 429)
+    assert visitor_count() == 2
 
 
 # --- no input makes a 500 ------------------------------------------------------------

@@ -54,7 +54,9 @@ def chromium() -> Iterator[object]:
 def _web_process(django_db_setup: None) -> Iterator[WebServer]:
     # Every browser test's visitors come from 127.0.0.1: the per-address limit
     # of new widget visitors (tested on its own) would end a long run early.
-    server = WebServer(WIDGET_NEW_VISITORS_PER_ADDRESS="100000").start()
+    server = WebServer(
+        WIDGET_NEW_VISITORS_PER_ADDRESS="100000", WIDGET_ADDRESS_RATE_LIMIT="1000000"
+    ).start()
     yield server
     server.stop()
 

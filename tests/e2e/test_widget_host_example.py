@@ -80,7 +80,7 @@ def example_site(service_url: str, widget_id: str = WIDGET_ID) -> Iterator[str]:
     log = Path(settings.VAR_DIR) / f"example-site-{port}.log"
     command = [
         sys.executable, str(EXAMPLE), "--port", str(port),
-        "--service-url", service_url, "--widget-id", widget_id,
+        "--service-url", service_url, f"--widget-id={widget_id}",  # ids may begin with "-"
     ]  # fmt: skip
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
@@ -177,7 +177,7 @@ def test_what_would_break_out_of_the_page_is_refused(
 ) -> None:
     command = [
         sys.executable, str(EXAMPLE), "--port", str(free_port()),
-        "--service-url", service_url, "--widget-id", widget_id,
+        "--service-url", service_url, f"--widget-id={widget_id}",  # ids may begin with "-"
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=20)
 
