@@ -639,7 +639,7 @@
       return { result: 'ok' };
     },
     startCall: function (phone, done) {
-      if (!S.ready) return later('startCall', arguments);
+      if (!S.ready) return S.replaying ? later('startCall', arguments) : NOT_READY; // the stub's waits
       if (!S.cfg.callback.enabled) return fail(S.cfg.callback.reason || 'Callback disabled');
       var wrong = phoneError(phone);
       if (wrong) return fail(wrong);
@@ -719,9 +719,11 @@
   // invitation, a call) queues itself again until the widget has loaded.
   var stubbed = queue;
   queue = [];
+  S.replaying = true;
   stubbed.forEach(function (item) {
     try { if (typeof api[item[0]] === 'function') api[item[0]].apply(null, item[1] || []); } catch (e) { /* a bad call of the page's */ }
   });
+  S.replaying = false;
   w.svc_init = api.init;
   w.svc_destroy = api.destroy;
   w.addEventListener('resize', function () { if (S.ready && S.open) size(); });
