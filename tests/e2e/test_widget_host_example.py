@@ -19,6 +19,7 @@ import requests
 from django.conf import settings
 
 from devhooks import widgets
+from tests.e2e.test_widget import CALLBACKS
 from tests.factories import AgentFactory
 from tests.web.server import free_port
 from tests.worker import ROOT
@@ -49,21 +50,6 @@ FUNCTIONS = [
     "setWidgetColor",
 ]
 PAGE_FUNCTIONS = ["svc_destroy", "svc_init"]
-CALLBACKS = [
-    "svc_onLoadCallback",
-    "svc_onOpen",
-    "svc_onMessageSent",
-    "svc_onAccept",
-    "svc_onClose",
-    "svc_onIntroduction",
-    "svc_onResizeCallback",
-    "svc_onCallStart",
-    "svc_onCallEnd",
-    "svc_onChangeState",
-    "svc_onClientStartChat",
-    "svc_onMessageReceived",
-    "svc_onWidgetDestroy",
-]
 
 
 def csp_for(origin: str) -> str:
