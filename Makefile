@@ -63,7 +63,7 @@ run: $(STAMP)
 	      --service-url "$(PUBLIC_URL)" --widget-id="$$widget_id" & pids="$$pids $$!"; \
 	  else echo "the example site is not started: see the widget entry of seed_demo above"; fi; \
 	  $(PY) -m celery -A config worker -Q default,delivery -P threads -c 16 -l INFO & pids="$$pids $$!"; \
-	  $(PY) -m celery -A config beat -l INFO & pids="$$pids $$!"; \
+	  $(PY) -m celery -A config beat -l WARNING & pids="$$pids $$!"; \
 	  $(PY) -m gunicorn -c config/gunicorn.py config.asgi:application \
 	    --bind $(HOST):$(PORT) --workers 2 & pids="$$pids $$!"; \
 	  wait -n'

@@ -385,6 +385,10 @@ LOGGING = {
         # console and admin mail handlers, which print paths unredacted.
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+        # A line per task received and per task done (the delivery sweep runs
+        # every 5 s) buries everything else; failures are still logged.
+        "celery.worker.strategy": {"level": "WARNING"},
+        "celery.app.trace": {"level": "WARNING"},
     },
 }
 

@@ -18,8 +18,14 @@ class AgentTokenAuthentication(BaseAuthentication):
 
     def authenticate(self, request: Request) -> tuple[Agent, None] | None:
         header = get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
+        if not header:
             return None
+        if header[0].lower() != self.keyword.lower().encode():
+            # A key alone, or "Bearer <key>": say what is expected, not only
+            # that credentials are missing.
+            raise exceptions.AuthenticationFailed(
+                "send the key as 'Authorization: Token <key>' (the word Token, a space, the key)"
+            )
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Token <key>'")
         try:

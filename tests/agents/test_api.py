@@ -9,7 +9,15 @@ from rest_framework.test import APIClient
 
 from agents import services
 from agents.models import Agent, Chat
-from tests.factories import ChannelFactory, ChatFactory, ClientFactory, MessageFactory, text
+from agents.tokens import issue_token
+from tests.factories import (
+    AgentFactory,
+    ChannelFactory,
+    ChatFactory,
+    ClientFactory,
+    MessageFactory,
+    text,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -167,6 +175,19 @@ def test_no_token_is_401(chat: Chat) -> None:
     assert answer.status_code == 401
     assert answer.json()["error"]["code"] == "invalid_client"
     assert answer["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("header", ["{key}", "Bearer {key}", "token{key}"])
+def test_a_key_without_the_token_prefix_is_told_so(chat: Chat, header: str) -> None:
+    key = issue_token(agent=AgentFactory.create())
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header.format(key=key))
+
+    answer = client.get("/api/agent/v1/chats")
+
+    assert answer.status_code == 401 and answer["WWW-Authenticate"] == "Token"
+    assert answer.json()["error"]["code"] == "invalid_client"
+    assert "'Authorization: Token <key>'" in answer.json()["error"]["message"]
 
 
 def test_wrong_token_is_401(chat: Chat) -> None:
