@@ -5,22 +5,37 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import Group
+from django.db.models import QuerySet
+from django.forms.renderers import BaseRenderer
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
+from agents import mail, services
 from agents.models import (
     Agent,
     ApiToken,
+    BlacklistedClient,
     Call,
     CallbackSettings,
+    CannedReply,
     Channel,
     Chat,
     Client,
     Department,
+    Mail,
     Message,
     OfflineMessage,
 )
+
+admin.site.site_header = "Switchboard admin"
+admin.site.site_title = "Switchboard admin"
+admin.site.index_title = "Channels, agents, chats and the delivery log"
+admin.site.unregister(Group)  # agents' rights are is_staff / is_superuser: groups are unused
 
 ISO_WEEKDAYS = [
     (1, "Monday"),
@@ -39,14 +54,12 @@ class AgentAdmin(UserAdmin):
     list_display = ["name", "email", "is_online", "is_staff", "is_active"]
     list_filter = ["is_online", "is_staff", "is_active", "departments"]
     search_fields = ["name", "email", "phone"]
-    filter_horizontal = ["departments", "groups", "user_permissions"]
+    filter_horizontal = ["departments"]
+    # Rights are is_staff / is_superuser: no groups (unregistered) nor per-user permissions.
     fieldsets = (
         (None, {"fields": ("email", "password")}),
         ("Profile", {"fields": ("name", "phone", "photo_url", "is_online", "departments")}),
-        (
-            "Permissions",
-            {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")},
-        ),
+        ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )
     add_fieldsets = (
@@ -111,14 +124,70 @@ class CallbackSettingsInline(admin.StackedInline[CallbackSettings, Channel]):
     verbose_name = verbose_name_plural = "callback"
 
 
+def answering_agents() -> QuerySet[Agent]:
+    """Whom a channel may give its chats: active agents, not the installation's superusers."""
+    return Agent.objects.filter(is_active=True, is_superuser=False)
+
+
+class AgentsPicker(FilteredSelectMultiple):
+    """Django's two-list picker with the field's label before it and tied to it."""
+
+    def __init__(self) -> None:
+        super().__init__("agents", is_stacked=False)
+
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: BaseRenderer | None = None,
+    ) -> SafeString:
+        # SelectFilter2.js puts the picker first in the select's parent: a
+        # parent of its own keeps the label before it, as Django's wrapper of
+        # a model field's picker (RelatedFieldWidgetWrapper) does.
+        return format_html(
+            '<div class="related-widget-wrapper">{}</div>',
+            super().render(name, value, attrs, renderer),
+        )
+
+    def id_for_label(self, id_: str, index: str = "0") -> str:
+        # The script renames the select "<id>_from" (the list of agents to pick from).
+        return f"{id_}_from" if id_ else id_
+
+
+class ChannelAgentsField(forms.ModelMultipleChoiceField):
+    """A channel's agents, on every form that makes or edits a channel."""
+
+    def __init__(self, *, help_text: str = "Agents who receive chats from this channel.") -> None:
+        super().__init__(
+            queryset=answering_agents(), required=False, widget=AgentsPicker(), help_text=help_text
+        )
+
+
+class ChannelForm(forms.ModelForm[Channel]):
+    agents = ChannelAgentsField()
+
+    class Meta:
+        model = Channel
+        fields = ["name", "is_active", "send_transcripts", "agents"]
+
+
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin[Channel]):
+    """Every channel, whatever its kind, for what they share (agents,
+    callbacks, transcripts). A channel is made where its kind is: Chat API
+    channels, Website widgets; here none can be added."""
+
+    form = ChannelForm
     list_display = ["name", "kind", "public_id", "is_active"]
     list_filter = ["kind", "is_active"]
     search_fields = ["name", "public_id"]
-    filter_horizontal = ["agents"]
-    readonly_fields = ["public_id", "created"]
+    readonly_fields = ["kind", "public_id", "created"]
+    fields = ["name", "kind", "public_id", "is_active", "send_transcripts", "agents", "created"]
     inlines = [CallbackSettingsInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(Client)
@@ -209,3 +278,67 @@ class OfflineMessageAdmin(ReadOnlyMixin, admin.ModelAdmin[OfflineMessage]):
     @admin.display(description="message")
     def short_message(self, offline: OfflineMessage) -> str:
         return Truncator(offline.message).chars(80)
+
+
+@admin.register(Mail)
+class MailAdmin(ReadOnlyMixin, admin.ModelAdmin[Mail]):
+    """The e-mail outbox: what was sent, what waits for a retry, and what
+    failed (with the server's last answer); a failed mail can be sent again."""
+
+    list_display = ["created", "status", "attempts", "to", "subject", "last_error_short", "sent_at"]
+    list_filter = ["status"]
+    search_fields = ["to", "subject"]
+    readonly_fields = [f.name for f in Mail._meta.get_fields() if f.concrete]
+    actions = ["send_again"]
+
+    @admin.display(description="last error")
+    def last_error_short(self, mail: Mail) -> str:
+        return Truncator(mail.last_error).chars(80)
+
+    def has_send_again_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.change_mail")
+
+    @admin.action(description="Send the selected failed mails again", permissions=["send_again"])
+    def send_again(self, request: HttpRequest, queryset: QuerySet[Mail]) -> None:
+        failed = list(queryset.filter(status=Mail.Status.FAILED))
+        for item in failed:
+            mail.send_again(mail=item)
+        self.message_user(request, f"{len(failed)} mail(s) will be sent again.")
+
+
+@admin.register(BlacklistedClient)
+class BlacklistedClientAdmin(ReadOnlyMixin, admin.ModelAdmin[BlacklistedClient]):
+    """Clients an agent blacklisted: their messages are kept but reach no one.
+    The action lifts the blacklist (``services.lift_blacklist``)."""
+
+    list_display = [
+        "visitor_number",
+        "name",
+        "email",
+        "channel",
+        "blacklisted_at",
+        "blacklisted_by",
+        "blacklist_reason",
+    ]
+    list_filter = ["channel"]
+    search_fields = ["name", "email", "external_id"]
+    actions = ["lift"]
+
+    def has_lift_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.change_client")
+
+    @admin.action(description="Lift the blacklist of the selected clients", permissions=["lift"])
+    def lift(self, request: HttpRequest, queryset: QuerySet[BlacklistedClient]) -> None:
+        lifted = list(queryset)
+        for client in lifted:
+            services.lift_blacklist(client=client)
+        self.message_user(request, f"{len(lifted)} client(s) may write again.")
+
+
+@admin.register(CannedReply)
+class CannedReplyAdmin(admin.ModelAdmin[CannedReply]):
+    """Shared replies (no owner) are for every agent; personal ones for their owner."""
+
+    list_display = ["shortcut", "owner", "text", "updated"]
+    list_filter = [("owner", admin.EmptyFieldListFilter)]
+    search_fields = ["shortcut", "text"]

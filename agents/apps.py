@@ -6,6 +6,7 @@ class AgentsConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
-        from agents import live
+        from agents import live, transcripts
 
         live.connect()
+        transcripts.connect()

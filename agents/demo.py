@@ -7,7 +7,10 @@ made (channels with their URLs), so ``agents`` imports none of them.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,7 +18,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from agents.services import set_agent_status
-from agents.tokens import issue_token
+from agents.tokens import agent_for_key, issue_token
 
 Seeder = Callable[[list[Agent]], list[dict[str, Any]]]
 _seeders: list[Seeder] = []
@@ -43,6 +46,35 @@ def _agent(spec: dict[str, str], **flags: bool) -> Agent:
     return agent
 
 
+def _tokens_file() -> Path:
+    return Path(settings.VAR_DIR) / "demo-tokens.json"
+
+
+def _demo_tokens(agents: list[Agent]) -> dict[str, str]:
+    """The demo agents' API tokens. Only a token's hash is stored, so the keys
+    issued by an earlier run are kept in a file of the demo's own under
+    VAR_DIR (readable by its owner only): a second run prints the same
+    working tokens instead of replacing them. A key that no longer works (a
+    new token was made meanwhile) is replaced."""
+    path = _tokens_file()
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    tokens = {}
+    for agent in agents:
+        key = kept.get(agent.email) if isinstance(kept, dict) else None
+        if not isinstance(key, str) or agent_for_key(key) != agent:
+            key = issue_token(agent=agent)
+        tokens[agent.email] = key
+    # Made owner-only before a byte of a key is written.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file kept from an earlier run keeps its old mode otherwise
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(tokens))
+    return tokens
+
+
 @transaction.atomic
 def seed() -> dict[str, Any]:
     """Create (or refresh) the demo admin, agents and channels; say what they are."""
@@ -53,6 +85,7 @@ def seed() -> dict[str, Any]:
     for seeder in _seeders:
         channels.extend(seeder(agents))
     base = settings.PUBLIC_URL
+    tokens = _demo_tokens(agents)
     return {
         "urls": {
             "admin": f"{base}/admin/",
@@ -66,7 +99,7 @@ def seed() -> dict[str, Any]:
                 "email": agent.email,
                 "password": spec["password"],
                 "online": agent.is_online,
-                "token": issue_token(agent=agent),
+                "token": tokens[agent.email],
             }
             for agent, spec in zip(agents, AGENTS, strict=True)
         ],

@@ -75,8 +75,28 @@ class ChatRated(Event):
 
 
 @dataclass(frozen=True)
-class ClientBlacklisted(Event):
+class ChatTransferred(Event):
+    """An agent handed an active chat to another agent (it stays active) or to
+    a department (it goes back to the queue). The client is not told."""
+
     chat_id: int
+    from_agent_id: int
+    to_agent_id: int | None
+    department_id: int | None
+
+
+@dataclass(frozen=True)
+class ClientBlacklisted(Event):
+    """An agent blacklisted the client of a chat (the chat is then finished)."""
+
+    chat_id: int
+    client_id: int
+
+
+@dataclass(frozen=True)
+class BlacklistLifted(Event):
+    """A client may write again."""
+
     client_id: int
 
 

@@ -161,6 +161,13 @@ def on_chat_state(event: events.Event) -> None:
     _chat_event(kind, chat, data, for_client=for_client)
 
 
+def on_transfer(event: events.ChatTransferred) -> None:
+    """Agents only: the client is not interrupted by a transfer."""
+    chat = _chat(event.chat_id)
+    data = {"to_agent_id": event.to_agent_id, "department_id": event.department_id}
+    _chat_event("chat.transferred", chat, data, for_client=False)
+
+
 def on_typing(event: events.TypingChanged) -> None:
     chat = _chat(event.chat_id)
     _chat_event(
@@ -216,6 +223,7 @@ def connect() -> None:
         events.ChatFinished,
     ):
         events.subscribe(kind, on_chat_state)
+    events.subscribe(events.ChatTransferred, on_transfer)
     events.subscribe(events.TypingChanged, on_typing)
     events.subscribe(events.MessageDeliveryChanged, on_delivery)
     events.subscribe(events.CrmPanelChanged, on_crm_panel)

@@ -61,6 +61,11 @@ class Agent(AbstractBaseUser, PermissionsMixin):
     phone = models.CharField(max_length=50, blank=True)
     photo_url = models.URLField(max_length=500, blank=True)
     is_online = models.BooleanField(default=False)
+    # Notifications in the agent pages (agents/pages/settings.py): a sound and
+    # a desktop notification for a new queued chat and for a new message in
+    # my chats while the tab is hidden.
+    notify_sound = models.BooleanField(default=True)
+    notify_desktop = models.BooleanField(default=True)
     departments = models.ManyToManyField(Department, blank=True, related_name="agents")
     is_staff = models.BooleanField(default=False)
     is_active = models.BooleanField(default=True)
@@ -95,6 +100,10 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
 
+    class Meta:
+        verbose_name = "API token"
+        verbose_name_plural = "API tokens"
+
     def __str__(self) -> str:
         return f"token of {self.agent.email}"
 
@@ -114,6 +123,10 @@ class Channel(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
     is_active = models.BooleanField(default=True)
+    send_transcripts = models.BooleanField(
+        default=True,
+        help_text="Mail the client the chat's log when a chat ends (the client gave an e-mail).",
+    )
     agents = models.ManyToManyField(Agent, blank=True, related_name="channels")
     created = models.DateTimeField(default=timezone.now)
 
@@ -155,6 +168,13 @@ class Client(models.Model):
     # The SHA-256 of the visitor's token (agents.tokens.issue_visitor_token):
     # what the visitor's own browser presents to read its chat.
     visitor_key_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    # Blacklisted (agents.services.blacklist_client): the client's messages are
+    # still taken and kept, but open no chat and reach no one.
+    blacklisted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    blacklist_reason = models.CharField(max_length=500, blank=True)
+    blacklisted_by = models.ForeignKey(
+        "Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -170,6 +190,25 @@ class Client(models.Model):
     @property
     def display_name(self) -> str:
         return self.name or "Anonymous"
+
+    @property
+    def is_blacklisted(self) -> bool:
+        return self.blacklisted_at is not None
+
+
+class BlacklistedClientManager(models.Manager["BlacklistedClient"]):
+    def get_queryset(self) -> models.QuerySet[BlacklistedClient]:
+        return super().get_queryset().filter(blacklisted_at__isnull=False)
+
+
+class BlacklistedClient(Client):
+    """The admin's list of blacklisted clients (a view of ``Client``)."""
+
+    objects: ClassVar[BlacklistedClientManager] = BlacklistedClientManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = "blacklisted client"
 
 
 class Chat(models.Model):
@@ -201,6 +240,16 @@ class Chat(models.Model):
     enable_assign = models.BooleanField(default=False)
     crm_page = models.JSONField(default=dict, blank=True)  # {url, title} from the CRM
     crm_assigned_at = models.DateTimeField(null=True, blank=True)
+    # The last transfer (agents.services.transfer_chat): who handed the chat on,
+    # when, and the note for the agent who takes it.
+    transferred_at = models.DateTimeField(null=True, blank=True)
+    transferred_by = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    transfer_note = models.TextField(blank=True)
+    # When the last message of any author was written: the lists put the most
+    # recently active chat first.
+    last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
     client_typing_until = models.DateTimeField(null=True, blank=True)
     agent_typing_until = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
@@ -241,6 +290,9 @@ class Message(models.Model):
         AGENT = "agent", "Agent"
         BOT = "bot", "Bot"
         SYSTEM = "system", "System"
+        # An agent's internal note: for agents only, never sent to the client,
+        # a bot or a webhook (every subscriber picks the authors it sends).
+        NOTE = "note", "Internal note"
 
     class Type(models.TextChoices):
         TEXT = "text", "Text"
@@ -442,3 +494,108 @@ class LiveEvent(models.Model):
 
     def __str__(self) -> str:
         return f"live {self.pk} {self.kind}"
+
+
+class ChatSeen(models.Model):
+    """How far an agent has read a chat: the lists count what came after."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="seen_by")
+    last_seen_message_id = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "chat"], name="chat_seen_once_per_agent")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} saw chat {self.chat_id} up to {self.last_seen_message_id}"
+
+
+class CannedReply(models.Model):
+    """A prepared answer an agent inserts by typing ``/`` in the reply box:
+    shared (no owner: every agent sees it) or personal (its owner's only)."""
+
+    owner = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="canned_replies"
+    )
+    shortcut = models.CharField(max_length=50)
+    text = models.TextField(max_length=4000)
+    created = models.DateTimeField(default=timezone.now)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["shortcut", "id"]
+        verbose_name_plural = "canned replies"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "shortcut"], name="canned_reply_shortcut_per_owner"
+            ),
+            models.UniqueConstraint(
+                fields=["shortcut"],
+                condition=Q(owner__isnull=True),
+                name="canned_reply_shortcut_shared",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"/{self.shortcut}"
+
+
+def new_file_token() -> str:
+    """The unguessable part of an attachment's URL (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+class Attachment(models.Model):
+    """A file an agent sent from the reply box, kept through Django's storage
+    API and served at an unguessable URL (``token``)."""
+
+    token = models.CharField(max_length=64, unique=True, default=new_file_token)
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="attachments")
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    file = models.FileField(upload_to="attachments/%Y/%m/", max_length=300)
+    thumb = models.FileField(upload_to="attachments/%Y/%m/", max_length=300, blank=True)
+    file_name = models.CharField(max_length=255)
+    file_size = models.PositiveBigIntegerField()
+    content_type = models.CharField(max_length=100)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.file_name} in chat {self.chat_id}"
+
+
+class Mail(models.Model):
+    """An e-mail the service sends (a chat transcript). Written in the
+    transaction that decided to send it and sent by a Celery task, retried
+    with backoff; one that keeps failing stays here, visible in the admin
+    (``agents/mail.py``)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to be sent"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    chat = models.ForeignKey(
+        Chat, null=True, blank=True, on_delete=models.SET_NULL, related_name="mails"
+    )
+    to = models.CharField(max_length=254)
+    subject = models.CharField(max_length=300)
+    text = models.TextField()
+    html = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    next_try_at = models.DateTimeField(default=timezone.now, db_index=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"mail to {self.to}: {self.subject}"

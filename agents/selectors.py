@@ -3,9 +3,13 @@ messages of its channels."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import (
     Case,
+    Count,
     Exists,
+    F,
     IntegerField,
     OuterRef,
     Q,
@@ -14,8 +18,18 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.functions import Coalesce
 
-from agents.models import Agent, Call, Channel, Chat, Message, OfflineMessage
+from agents.models import (
+    Agent,
+    Call,
+    Channel,
+    Chat,
+    ChatSeen,
+    Department,
+    Message,
+    OfflineMessage,
+)
 
 
 def agents_online(*, channel: Channel) -> bool:
@@ -26,7 +40,7 @@ def agents_online(*, channel: Channel) -> bool:
 def chats_for_agent(*, agent: Agent, state: str | None = None) -> QuerySet[Chat]:
     chats = (
         Chat.objects.filter(channel__agents=agent)
-        .select_related("channel", "client", "department")
+        .select_related("channel", "client", "department", "transferred_by")
         .distinct()
     )
     if state:
@@ -40,7 +54,10 @@ def chat_for_agent(*, agent: Agent, chat_id: int) -> Chat:
 
 
 def messages_of(*, chat: Chat) -> QuerySet[Message]:
-    return chat.messages.select_related("agent").order_by("created", "id")
+    """What agents see of a chat: all but what a blacklisted client wrote
+    after the blacklisting (kept, but for no agent's eyes)."""
+    shown = chat.messages.exclude(payload__has_key="blacklisted")
+    return shown.select_related("agent").order_by("created", "id")
 
 
 def _with_first_message(chats: QuerySet[Chat]) -> QuerySet[Chat]:
@@ -50,21 +67,63 @@ def _with_first_message(chats: QuerySet[Chat]) -> QuerySet[Chat]:
     return chats.annotate(first_message=Subquery(first.values("text")[:1]))
 
 
+def _by_activity(chats: QuerySet[Chat]) -> QuerySet[Chat]:
+    """The most recently active chat first (its last message, else its opening)."""
+    return chats.order_by(F("last_message_at").desc(nulls_last=True), "-created", "-id")
+
+
+def _with_unread(chats: QuerySet[Chat], agent: Agent) -> QuerySet[Chat]:
+    """``unread``: messages of others (not system notes) after the last one
+    ``agent`` saw in the chat."""
+    seen = ChatSeen.objects.filter(chat=OuterRef("chat"), agent=agent).values(
+        "last_seen_message_id"
+    )[:1]
+    unread = (
+        Message.objects.filter(chat=OuterRef("pk"))
+        .exclude(author=Message.Author.SYSTEM)
+        .exclude(agent=agent)
+        .filter(pk__gt=Coalesce(Subquery(seen), Value(0)))
+        .order_by()
+        .values("chat")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return chats.annotate(unread=Coalesce(Subquery(unread, output_field=IntegerField()), 0))
+
+
+def _listed(chats: QuerySet[Chat], agent: Agent) -> QuerySet[Chat]:
+    last = Message.objects.filter(chat=OuterRef("pk")).exclude(author=Message.Author.SYSTEM)
+    chats = chats.annotate(
+        last_message_pk=Subquery(last.order_by("-created", "-id").values("pk")[:1])
+    )
+    return _with_unread(_by_activity(chats), agent)
+
+
+def with_last_messages(chats: Iterable[Chat]) -> list[Chat]:
+    """The chats of a list, each with ``last_message`` (or None) read in one query."""
+    listed = list(chats)
+    ids = [getattr(chat, "last_message_pk", None) for chat in listed]
+    found = Message.objects.select_related("agent").in_bulk([pk for pk in ids if pk])
+    for chat, pk in zip(listed, ids, strict=True):
+        chat.last_message = found.get(pk) if pk else None  # type: ignore[attr-defined]
+    return listed
+
+
 def queue_for_agent(*, agent: Agent) -> QuerySet[Chat]:
-    """Queued chats of my channels, longest waiting first."""
-    chats = chats_for_agent(agent=agent, state=Chat.State.QUEUED).order_by("queued_at", "id")
-    return _with_first_message(chats)
+    """Queued chats of my channels, the most recently active first."""
+    return _listed(chats_for_agent(agent=agent, state=Chat.State.QUEUED), agent)
 
 
 def active_for_agent(*, agent: Agent) -> QuerySet[Chat]:
-    """Chats I accepted and that are still open."""
-    chats = chats_for_agent(agent=agent, state=Chat.State.ACTIVE).filter(agents=agent)
-    return _with_first_message(chats.order_by("-accepted_at", "-id"))
+    """Chats I accepted and that are still open, the most recently active first."""
+    return _listed(
+        chats_for_agent(agent=agent, state=Chat.State.ACTIVE).filter(agents=agent), agent
+    )
 
 
 def with_bot_for_agent(*, agent: Agent) -> QuerySet[Chat]:
-    """Chats of my channels that a bot answers now, newest first (read-only: Reply takes over)."""
-    return _with_first_message(chats_for_agent(agent=agent, state=Chat.State.BOT))
+    """Chats of my channels that a bot answers now (read-only: Reply takes over)."""
+    return _listed(chats_for_agent(agent=agent, state=Chat.State.BOT), agent)
 
 
 def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
@@ -117,3 +176,34 @@ def offline_message_for_agent(*, agent: Agent, offline_message_id: int) -> Offli
     """The offline message, or ``OfflineMessage.DoesNotExist`` when it is not
     on one of the agent's channels."""
     return offline_messages_for_agent(agent=agent).get(pk=offline_message_id)
+
+
+def earlier_chats(*, chat: Chat, agent: Agent, limit: int = 10) -> list[Chat]:
+    """The same client's other chats on ``agent``'s channels (a client is one
+    channel's, so these are all of them, but the rule is the lists' rule),
+    newest first, each with its first message and its number of messages."""
+    others = (
+        chats_for_agent(agent=agent)
+        .filter(client_id=chat.client_id)
+        .exclude(pk=chat.pk)
+        .annotate(
+            message_count=Count(
+                "messages", filter=~Q(messages__author__in=(Message.Author.SYSTEM,))
+            )
+        )
+        .order_by("-created", "-id")
+    )
+    return list(_with_first_message(others)[:limit])
+
+
+def transfer_agents(*, chat: Chat, agent: Agent) -> QuerySet[Agent]:
+    """Whom ``agent`` may hand ``chat`` to: the channel's other online agents."""
+    return (
+        chat.channel.agents.filter(is_online=True, is_active=True)
+        .exclude(pk=agent.pk)
+        .order_by("name")
+    )
+
+
+def departments() -> QuerySet[Department]:
+    return Department.objects.order_by("name")

@@ -27,6 +27,7 @@ from agents.models import (
     CallbackSettings,
     Channel,
     Chat,
+    ChatSeen,
     Client,
     Counter,
     Department,
@@ -204,6 +205,8 @@ def post_client_message(
     else in the queue; ``open_state`` overrides that. ``department`` is the
     one the client chose, for a chat it opens.
     """
+    if client.is_blacklisted:
+        return _keep_blacklisted_message(client, content, external_id)
     chat = _open_chat_of(client, lock=True)
     if chat is None:
         if open_state is None:
@@ -218,12 +221,39 @@ def post_client_message(
         payload=content.payload,
         external_id=external_id,
     )
-    if chat.client_typing_until is not None:
-        Chat.objects.filter(pk=chat.pk).update(client_typing_until=None)
+    Chat.objects.filter(pk=chat.pk).update(
+        client_typing_until=None, last_message_at=message.created
+    )
     events.publish(
         events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=message.author)
     )
     return message
+
+
+def _keep_blacklisted_message(client: Client, content: Content, external_id: str) -> Message:
+    """A blacklisted client's message: kept in the chat where the client was
+    blacklisted (flagged ``blacklisted``), seen by no agent, bot or webhook.
+    A client blacklisted with no chat (an admin's doing) gets a finished one
+    to keep it in, announced to nobody."""
+    chat = client.chats.order_by("-created", "-id").first()
+    if chat is None or chat.is_open:  # an open one is the agents': never theirs to see
+        now = timezone.now()
+        chat = Chat.objects.create(
+            channel=client.channel,
+            client=client,
+            state=Chat.State.FINISHED,
+            blacklisted=True,
+            created=now,
+            finished_at=now,
+        )
+    return Message.objects.create(
+        chat=chat,
+        author=Message.Author.CLIENT,
+        type=content.type,
+        text=content.text,
+        payload={**content.payload, "blacklisted": True},
+        external_id=external_id,
+    )
 
 
 @transaction.atomic
@@ -280,8 +310,19 @@ def _post(
         text=content.text,
         payload=content.payload,
     )
+    Chat.objects.filter(pk=chat.pk).update(last_message_at=message.created)
     events.publish(events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author))
     return message
+
+
+@transaction.atomic
+def mark_chat_seen(*, agent: Agent, chat: Chat, message_id: int) -> None:
+    """``agent`` has read ``chat`` up to ``message_id``: the lists count only
+    what comes after it. Never moves back (an older page's poll)."""
+    seen, _ = ChatSeen.objects.get_or_create(agent=agent, chat=chat)
+    ChatSeen.objects.filter(pk=seen.pk, last_seen_message_id__lt=message_id).update(
+        last_seen_message_id=message_id
+    )
 
 
 @transaction.atomic
@@ -294,6 +335,83 @@ def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message
     if chat.agent_typing_until is not None:
         Chat.objects.filter(pk=chat.pk).update(agent_typing_until=None)
     return _post(chat, Message.Author.AGENT, content, agent)
+
+
+NOTE_LIMIT = 4000
+
+
+@transaction.atomic
+def post_note(*, chat: Chat, agent: Agent, text: str) -> Message:
+    """An internal note: for the agents of the chat's channel only, in any
+    state of the chat; never sent to the client, a bot or a webhook (each of
+    them sends only the authors it knows, and ``note`` is none of them)."""
+    text = text.strip()
+    if not text or len(text) > NOTE_LIMIT:
+        raise ServiceError(f"write a note of up to {NOTE_LIMIT} characters first")
+    chat = _lock(chat)
+    return _post(chat, Message.Author.NOTE, Content("text", text, {}), agent)
+
+
+@transaction.atomic
+def transfer_chat(
+    *,
+    chat: Chat,
+    agent: Agent,
+    to_agent: Agent | None = None,
+    department: Department | None = None,
+    note: str = "",
+) -> Chat:
+    """Hand my active chat to another online agent of its channel (it stays
+    active, now theirs) or to a department (it goes back to the queue with
+    that department). The note is an internal note for whoever takes it; a
+    system note says who handed it to whom. The client is not interrupted:
+    nothing is sent to it, its integrator, a bot or a webhook."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("only the agent answering an active chat can transfer it")
+    if (to_agent is None) == (department is None):
+        raise ServiceError("choose one agent or one department to transfer the chat to")
+    note = note.strip()[:NOTE_LIMIT]
+    now = timezone.now()
+    if to_agent is not None:
+        if to_agent.pk == agent.pk:
+            raise ServiceError("the chat is already yours")
+        colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
+        if colleague is None:  # not named: the agent may not know who that is
+            raise ServiceError("that agent does not answer this channel")
+        if not colleague.is_online:
+            raise ServiceError(f"{colleague.name} is offline: choose an online agent")
+        chat.agents.set([to_agent])
+        told = f"{agent.name} transferred the chat to {to_agent.name}."
+    else:
+        assert department is not None
+        chat.agents.clear()
+        chat.state = Chat.State.QUEUED
+        chat.queued_at = now
+        chat.department = department
+        told = f"{agent.name} transferred the chat to the {department.name} department."
+    chat.transferred_at, chat.transferred_by, chat.transfer_note = now, agent, note
+    chat.agent_typing_until = None
+    chat.save(
+        update_fields=[
+            "state", "queued_at", "department", "transferred_at", "transferred_by",
+            "transfer_note", "agent_typing_until",
+        ]
+    )  # fmt: skip
+    # The system note names its agent: chat_finished's ``agents`` still lists
+    # whoever handed the chat on (docs/webhooks.md).
+    _post(chat, Message.Author.SYSTEM, Content("text", told, {}), agent)
+    if note:
+        _post(chat, Message.Author.NOTE, Content("text", note, {}), agent)
+    events.publish(
+        events.ChatTransferred(
+            chat_id=chat.pk,
+            from_agent_id=agent.pk,
+            to_agent_id=to_agent.pk if to_agent else None,
+            department_id=department.pk if department else None,
+        )
+    )
+    return chat
 
 
 @transaction.atomic
@@ -381,11 +499,37 @@ def rate_chat(*, chat: Chat, rating: str) -> Chat:
 
 
 @transaction.atomic
-def blacklist_client(*, chat: Chat) -> Chat:
-    Chat.objects.filter(pk=chat.pk).update(blacklisted=True)
+def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = "") -> Chat:
+    """Blacklist the client of ``chat`` (an abusive or spamming client): the
+    chat is finished (its ``chat_finished`` says ``blacklisted``), and from
+    now on the client's messages are kept but open no chat and reach no
+    agent, bot or webhook, until an agent or an admin lifts it."""
+    chat = _lock(chat)
+    Client.objects.filter(pk=chat.client_id).update(
+        blacklisted_at=timezone.now(), blacklist_reason=reason[:500], blacklisted_by=agent
+    )
     chat.blacklisted = True
+    chat.save(update_fields=["blacklisted"])
     events.publish(events.ClientBlacklisted(chat_id=chat.pk, client_id=chat.client_id))
+    if chat.is_open:
+        return finish_chat(chat=chat)
+    # Blacklisted from an earlier chat: the one the client has open now ends too.
+    current = _open_chat_of(chat.client, lock=True)
+    if current is not None:
+        Chat.objects.filter(pk=current.pk).update(blacklisted=True)
+        finish_chat(chat=current)
     return chat
+
+
+@transaction.atomic
+def lift_blacklist(*, client: Client, agent: Agent | None = None) -> Client:
+    """The client may write again: its next message opens a chat as usual."""
+    Client.objects.filter(pk=client.pk).update(
+        blacklisted_at=None, blacklist_reason="", blacklisted_by=None
+    )
+    client.refresh_from_db()
+    events.publish(events.BlacklistLifted(client_id=client.pk))
+    return client
 
 
 @transaction.atomic
@@ -528,6 +672,8 @@ def callback_unavailable_reason(
     in_hours = rules.opens_at <= local.time() < rules.closes_at
     if local.isoweekday() not in (rules.working_days or []) or not in_hours:
         return CALLBACK_UNAVAILABLE
+    if client is not None and client.is_blacklisted:
+        return CALLBACK_UNAVAILABLE  # as offline as the chat it sees
     if client is not None and client.calls.filter(status__in=Call.OPEN_STATUSES).exists():
         return CALLBACK_UNAVAILABLE
     return ""
@@ -615,8 +761,9 @@ def leave_offline_message(
     page_url: str = "",
     page_title: str = "",
     client: Client | None = None,
-) -> OfflineMessage:
-    """Store what a visitor left while no agent was online.
+) -> OfflineMessage | None:
+    """Store what a visitor left while no agent was online (None: kept for a
+    blacklisted client, told to nobody).
 
     The message and a way to answer (an e-mail address or a phone number)
     are required; a malformed one is an error that names it.
@@ -641,6 +788,12 @@ def leave_offline_message(
         phone = normalise_phone(phone)
     if len(name) > 255 or len(description) > 4000:
         raise ServiceError("the name or the description is too long")
+    if client is not None and client.is_blacklisted:
+        # Taken as usual, kept with the client's other messages, told to nobody.
+        reach = ", ".join(filter(None, [name, email, phone]))
+        kept = Content(Message.Type.TEXT, f"{message}\n\n(offline form: {reach})"[:4000], {})
+        _keep_blacklisted_message(client, kept, "")
+        return None
     offline = OfflineMessage.objects.create(
         channel=channel,
         client=client,
@@ -669,3 +822,30 @@ def mark_offline_message_handled(
             events.OfflineMessageHandled(offline_message_id=offline.pk, agent_id=agent.pk)
         )
     return offline
+
+
+# --- agents' own settings -----------------------------------------------------
+
+
+@transaction.atomic
+def update_agent_profile(
+    *, agent: Agent, name: str, photo_url: str, notify_sound: bool, notify_desktop: bool
+) -> Agent:
+    """The settings page: the name clients see (``sender.name`` in A3), the
+    photo (``sender.photo``), and the notification switches."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ServiceError("a name of 1 to 200 characters")
+    photo_url = photo_url.strip()
+    if photo_url:
+        try:
+            URLValidator(schemes=["http", "https"])(photo_url)
+        except ValidationError as error:
+            raise ServiceError("the photo must be an http:// or https:// URL") from error
+        if len(photo_url) > 500:
+            raise ServiceError("the photo URL is longer than 500 characters")
+    Agent.objects.filter(pk=agent.pk).update(
+        name=name, photo_url=photo_url, notify_sound=notify_sound, notify_desktop=notify_desktop
+    )
+    agent.refresh_from_db()
+    return agent

@@ -8,7 +8,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import idempotency, live, ratelimit, services
+from agents import idempotency, live, mail, ratelimit, services
 from agents.models import Chat
 
 
@@ -43,3 +43,19 @@ def forget_idempotency_keys() -> int:
 def forget_live_events() -> int:
     """Delete live events older than LIVE_REPLAY_MINUTES; returns how many."""
     return live.forget_old_events()
+
+
+@shared_task
+def send_mail(mail_id: int) -> str:
+    """Send one mail of the outbox (agents/mail.py)."""
+    return mail.send(mail_id)
+
+
+@shared_task
+def send_due_mails() -> int:
+    """Send the mails that are due: new ones whose hand-over was lost, and
+    retries whose pause is over. Returns how many were tried."""
+    ids = mail.due_mail_ids()
+    for mail_id in ids:
+        mail.send(mail_id)
+    return len(ids)

@@ -1,7 +1,9 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents import streams, views
+from agents import streams
+from agents.pages import blacklist, canned, files, settings, transcript, transfer
+from agents.pages import workspace as views
 
 app_name = "agent"
 
@@ -19,6 +21,12 @@ urlpatterns = [
     path("stream", streams.agent_stream, name="stream"),
     path("status", views.status, name="status"),
     path("history/", views.history, name="history"),
+    path("canned/", canned.replies, name="canned"),
+    path("canned/search", canned.search, name="canned-search"),
+    path("canned/<int:reply_id>/", canned.edit, name="canned-edit"),
+    path("canned/<int:reply_id>/delete", canned.delete, name="canned-delete"),
+    path("settings/", settings.settings_page, name="settings"),
+    path("settings/token", settings.new_token, name="new-token"),
     path("chats/<int:chat_id>/", views.home, name="chat"),
     path("chats/<int:chat_id>/accept", views.accept, name="accept"),
     path("chats/<int:chat_id>/finish", views.finish, name="finish"),
@@ -26,6 +34,11 @@ urlpatterns = [
     path("chats/<int:chat_id>/typing", views.typing, name="typing"),
     path("chats/<int:chat_id>/messages/<int:message_id>/retry", views.retry, name="retry"),
     path("chats/<int:chat_id>/assign", views.crm_assign, name="crm-assign"),
+    path("chats/<int:chat_id>/transcript", transcript.send, name="transcript"),
+    path("chats/<int:chat_id>/transfer", transfer.transfer, name="transfer"),
+    path("chats/<int:chat_id>/files", files.attach, name="attach"),
+    path("chats/<int:chat_id>/blacklist", blacklist.blacklist, name="blacklist"),
+    path("chats/<int:chat_id>/blacklist/lift", blacklist.lift, name="blacklist-lift"),
     path("calls/<int:call_id>/progress", views.call_progress, name="call-progress"),
     path(
         "offline-messages/<int:offline_message_id>/handled",

@@ -9,6 +9,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.html import escape
 
 from agents.models import Channel, Chat
 from delivery.models import Delivery, Endpoint
@@ -37,7 +38,8 @@ class BotProvider(models.Model):
     endpoint_url = models.CharField(
         max_length=1000,
         validators=[validate_endpoint_url],
-        help_text="The provider's endpoint; events go to <url>/<token>.",
+        # Escaped: the admin shows help texts as HTML.
+        help_text=escape("The provider's endpoint; events go to <url>/<token>."),
     )
     provider_id = models.CharField(
         max_length=64, unique=True, default=new_provider_id, editable=False

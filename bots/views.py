@@ -15,7 +15,7 @@ from agents.api.parsers import loads
 from agents.ratelimit import admit
 from bots import selectors, services
 from bots.serializers import BotEventIn
-from config.api_errors import allow_methods, error_response, validation_message
+from config.api_errors import allow_methods, error_response, not_json, validation_message
 
 ERRORS: dict[type[services.BotError], tuple[int, str]] = {
     services.UnknownBot: (401, "invalid_client"),
@@ -51,7 +51,7 @@ def bot_event(request: HttpRequest, provider_id: str, token: str) -> HttpRespons
     try:
         parsed = BotEventIn(data=loads(request.body))
     except ValueError as error:
-        return error_response(400, f"the body is not valid JSON: {error}")
+        return error_response(400, not_json(error))
     if not parsed.is_valid():
         return error_response(400, validation_message(parsed.errors))
     data = parsed.validated_data

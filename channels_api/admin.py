@@ -6,14 +6,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.models import Agent
+from agents.admin import ChannelAgentsField
 from channels_api import services
 from channels_api.models import ChatApiChannel
 from delivery import services as delivery
@@ -40,12 +39,7 @@ class ChatApiChannelForm(forms.ModelForm[ChatApiChannel]):
         label="Chunked encoding",
         help_text="Send agent messages with chunked transfer encoding instead of Content-Length.",
     )
-    agents = forms.ModelMultipleChoiceField(
-        queryset=Agent.objects.filter(is_active=True),
-        required=False,
-        widget=FilteredSelectMultiple("agents", is_stacked=False),
-        help_text="Agents who receive chats from this channel.",
-    )
+    agents = ChannelAgentsField()
     active = forms.BooleanField(required=False, initial=True)
 
     class Meta:

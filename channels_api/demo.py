@@ -6,22 +6,34 @@ from django.conf import settings
 
 from agents import services as chats
 from agents.content import Content
-from agents.models import Agent
+from agents.models import Agent, Chat
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
 
 DEMO_NAME = "Demo Chat API"
 
 
-def _first_customer(chat_api: ChatApiChannel) -> None:
-    """A customer waiting in the queue, as if the integrator had posted A2."""
+def _waiting_customer(chat_api: ChatApiChannel) -> None:
+    """A customer waiting in the queue, as if the integrator had posted A2,
+    unless one waits already (each ``make run`` starts with one waiting)."""
+    channel = chat_api.channel
+    if Chat.objects.filter(channel=channel, state=Chat.State.QUEUED).exists():
+        return
+    number = 1
+    # The first demo customer without an open chat (one may be talking to Alice).
+    while Chat.objects.filter(
+        client__channel=channel,
+        client__external_id=f"demo-customer-{number}",
+        state__in=Chat.OPEN_STATES,
+    ).exists():
+        number += 1
     client = chats.get_or_create_client(
-        channel=chat_api.channel,
-        external_id="demo-customer-1",
-        contact={"name": "Demo Customer", "email": "customer@example.com"},
+        channel=channel,
+        external_id=f"demo-customer-{number}",
+        contact={"name": "Demo Customer", "email": f"customer{number}@example.com"},
     )
     chats.post_client_message(
-        client=client, content=Content("text", "Hi! Where is my order #1001?", {})
+        client=client, content=Content("text", f"Hi! Where is my order #{1000 + number}?", {})
     )
 
 
@@ -35,7 +47,7 @@ def seed_demo_channel(agents: list[Agent]) -> list[dict[str, Any]]:
             webhook_url=f"{settings.PUBLIC_URL}/demo/integrator",
             agents=agents,
         )
-        _first_customer(chat_api)
+    _waiting_customer(chat_api)
     return [
         {
             "kind": "chat_api",

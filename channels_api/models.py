@@ -6,6 +6,7 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils.html import escape
 
 from agents.models import Channel, Message
 from delivery.models import Delivery, Endpoint
@@ -27,7 +28,9 @@ class ChatApiChannel(models.Model):
     webhook_url = models.CharField(
         max_length=1000,
         validators=[validate_endpoint_url],
-        help_text="The integrator's server; agent messages go to <url>/<id>.",
+        verbose_name="Webhook URL",
+        # Escaped: the admin shows help texts as HTML.
+        help_text=escape("The integrator's server; agent messages go to <url>/<id>."),
     )
     endpoint = models.OneToOneField(Endpoint, on_delete=models.PROTECT, related_name="chat_api")
     unique_message_ids = models.BooleanField(

@@ -78,12 +78,16 @@ class MessageIn(serializers.Serializer[Any]):
             return attrs  # all other fields of a typing message are ignored
         if attrs["type"] in ("markdown", "buttons"):
             raise serializers.ValidationError(f"type {attrs['type']} is sent by bots only")
-        if isinstance(fields.get("text"), str):
-            fields["text"] = fields["text"][:TEXT_LIMIT]  # cut, not rejected
+        text = fields.get("text")
+        cut = isinstance(text, str) and len(text) > TEXT_LIMIT
+        if cut:
+            fields["text"] = text[:TEXT_LIMIT]  # cut, not rejected
         try:
             attrs["content"] = clean_content(attrs["type"], fields, prefix="message.")
         except ContentError as error:
             raise serializers.ValidationError(str(error)) from error
+        if cut:  # the agent pages say so
+            attrs["content"].payload["text_cut_from"] = len(text)
         return attrs
 
 

@@ -45,11 +45,6 @@ class ChannelSwitchedOff(ChatApiError):
         super().__init__("the channel is not active")
 
 
-class ClientBlacklisted(ChatApiError):
-    def __init__(self) -> None:
-        super().__init__("the client is blacklisted")
-
-
 # --- channels ---------------------------------------------------------------
 
 
@@ -133,8 +128,6 @@ def receive_user_message(
     client = chats.get_or_create_client(
         channel=chat_api.channel, external_id=message.sender_id, contact=message.contact
     )
-    if Chat.objects.filter(client=client, blacklisted=True).exists():
-        raise ClientBlacklisted()
     if chat_api.unique_message_ids and _seen_message_id(client, message.message_id):
         logger.info("chat_api.duplicate_message message_id=%s", message.message_id)
         return None

@@ -23,10 +23,9 @@ from channels_api.serializers import UserMessageIn
 from channels_api.services import (
     ChannelSwitchedOff,
     ChatApiError,
-    ClientBlacklisted,
     receive_user_message,
 )
-from config.api_errors import allow_methods, error_response, validation_message
+from config.api_errors import allow_methods, error_response, not_json, validation_message
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +35,6 @@ OK = {"result": "ok"}
 # status's own (config.api_errors.CODES), the message the error's.
 REFUSALS: dict[type[ChatApiError], int] = {
     ChannelSwitchedOff: 403,
-    ClientBlacklisted: 403,
 }
 
 
@@ -65,7 +63,7 @@ def user_message(request: HttpRequest, path_secret: str, public_id: str) -> Http
     try:
         parsed = UserMessageIn(data=loads(request.body))
     except ValueError as error:
-        return error_response(400, f"the body is not valid JSON: {error}")
+        return error_response(400, not_json(error))
     if not parsed.is_valid():
         return error_response(400, validation_message(parsed.errors))
     try:

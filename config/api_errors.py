@@ -14,6 +14,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 P = ParamSpec("P")
 
+
+def not_json(why: object) -> str:
+    """The one wording, in every API, for a body that is not the JSON asked for."""
+    return f"the body is not valid JSON: {why}"
+
+
 CODES = {
     400: "invalid_request",
     401: "unauthorized_client",

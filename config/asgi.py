@@ -27,14 +27,18 @@ django_application = get_asgi_application()
 
 
 def largest_body(path: str) -> int:
-    """The largest request body a path takes: A2's and B2's own limits,
-    Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) everywhere else."""
+    """The largest request body a path takes: A2's and B2's own limits, an
+    agent's file (AGENT_FILE_MAX_BYTES), Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+    (2.5 MB) everywhere else."""
     from django.conf import settings
 
     if path.startswith("/chat-api/"):
         return int(settings.CHAT_API_MAX_BODY_BYTES)
     if path.startswith("/webhooks/"):
         return int(settings.BOT_API_MAX_BODY_BYTES)
+    if path.startswith(("/agent/chats/", "/api/agent/v1/chats/")) and path.endswith("/files"):
+        return int(settings.AGENT_FILE_MAX_BYTES) + 64 * 1024  # the file and its form
+
     return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440)
 
 

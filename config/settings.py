@@ -8,6 +8,7 @@ cache, so ``make run`` needs no server besides Python.
 import hashlib
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import django_stubs_ext
@@ -252,7 +253,10 @@ else:
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport, writing each message whole (config/broker.py).
+    from config.broker import ALIAS as _BROKER_ALIAS
+
+    CELERY_BROKER_URL = f"{_BROKER_ALIAS}://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
@@ -284,12 +288,35 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 3600.0,
     },
 }
+CELERY_BEAT_SCHEDULE["send-due-mails"] = {
+    "task": "agents.tasks.send_due_mails",
+    "schedule": 10.0,
+    "options": {"expires": 10.0},
+}
 CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = {
     "task": "bots.tasks.hand_over_silent_chats",
     "schedule": 5.0,
     "options": {"expires": 5.0},
 }
 CELERY_TIMEZONE = "UTC"
+
+# --- e-mail (chat transcripts, agents/mail.py) -----------------------------
+# EMAIL_URL in django-environ's form (smtp+tls://user:pass@host:587, smtps://…);
+# without it each mail is written as a file under var/mail/, so a developer
+# sees what would be sent without a mail server.
+EMAIL_FILE_PATH = str(VAR_DIR / "mail")
+if env.str("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT_SECONDS", default=10)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Switchboard <switchboard@localhost>")
+# A copy of every transcript goes here too, when set (an archive mailbox).
+TRANSCRIPT_ARCHIVE_EMAIL = env.str("TRANSCRIPT_ARCHIVE_EMAIL", default="")
+# Sends a mail may take before it is marked failed, and the first pause
+# between them (doubled after each failure).
+MAIL_MAX_ATTEMPTS = env.int("MAIL_MAX_ATTEMPTS", default=5)
+MAIL_RETRY_SECONDS = env.float("MAIL_RETRY_SECONDS", default=30.0)
 
 # --- chat behaviour -------------------------------------------------------
 # A "typing…" state expires by itself, so a lost typeout cannot leave it on.
@@ -330,10 +357,41 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Files agents send (agents/attachments.py) go through Django's storage API: the
+# file system under VAR_DIR/media by default, an S3-compatible bucket through
+# django-storages when FILE_STORAGE_BUCKET is set (docs/operations.md, "Files").
+MEDIA_ROOT = VAR_DIR / "media"
+FILE_STORAGE_BUCKET = env.str("FILE_STORAGE_BUCKET", default="")
+_default_storage: dict[str, Any] = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": str(MEDIA_ROOT)},
+}
+if FILE_STORAGE_BUCKET:
+    _default_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": FILE_STORAGE_BUCKET,
+            "endpoint_url": env.str("FILE_STORAGE_ENDPOINT_URL", default="") or None,
+            "region_name": env.str("FILE_STORAGE_REGION", default="") or None,
+            "access_key": env.str("FILE_STORAGE_ACCESS_KEY", default="") or None,
+            "secret_key": env.str("FILE_STORAGE_SECRET_KEY", default="") or None,
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _default_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# What an agent may attach from the reply box: its size, and its kinds (by
+# what the file is, not by its name): images become photo messages, the rest
+# documents.
+AGENT_FILE_MAX_BYTES = env.int("AGENT_FILE_MAX_BYTES", default=10 * 1024 * 1024)
+AGENT_FILE_TYPES = env.list(
+    "AGENT_FILE_TYPES",
+    default=["png", "jpeg", "gif", "webp", "pdf", "txt", "csv", "zip", "docx", "xlsx"],
+)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
@@ -349,9 +407,15 @@ REST_FRAMEWORK = {
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
-    "TITLE": "Switchboard agent API",
-    "DESCRIPTION": "The agent side of Switchboard: status, chats, messages, accept, reply, "
-    "typing, finish. Authenticate with `Authorization: Token <key>`.",
+    "TITLE": "Switchboard APIs",
+    "DESCRIPTION": "The agent API (`/api/agent/v1/`: status, chats, messages, accept, reply, "
+    "typing, notes, transfer, finish; authenticate with `Authorization: Token <key>`) and the "
+    "Chat Channel API (A1 and A2, which your chat front end calls at the channel's endpoint "
+    "URL, and A3, which the service sends to your endpoint).",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "channels_api.openapi.add_chat_channel_api",
+    ],
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.pages import files as agent_files
 from agents.streams import agent_api_stream, visitor_stream
 from config import errors
 from config.api_errors import allow_methods
@@ -37,6 +38,11 @@ def agent_api_root(request: Request) -> Response:
                 "typing": f"{base}chats/{{id}}/typing",
                 "stream": f"{base}stream",
                 "assign": f"{base}chats/{{id}}/assign",
+                "notes": f"{base}chats/{{id}}/notes",
+                "files": f"{base}chats/{{id}}/files",
+                "transfer": f"{base}chats/{{id}}/transfer",
+                "transcript": f"{base}chats/{{id}}/transcript",
+                "blacklist": f"{base}chats/{{id}}/blacklist",
                 "calls": f"{base}calls",
                 "call_progress": f"{base}calls/{{id}}/progress",
                 "offline_messages": f"{base}offline-messages",
@@ -54,6 +60,8 @@ urlpatterns = [
     path("", home),
     path("admin/", admin.site.urls),
     path("agent/", include("agents.urls")),
+    path("files/<str:token>/<str:name>", agent_files.download, name="file"),
+    path("files/<str:token>/thumb/<str:name>", agent_files.thumbnail, name="file-thumb"),
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/stream", agent_api_stream, name="agent-api-stream"),
     path("visitor/<str:token>/stream", visitor_stream, name="visitor-stream"),

@@ -11,6 +11,7 @@ seconds, stays open for ever. ``HeaderTimeoutH11Protocol`` closes it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, ClassVar
 
 import environ
@@ -100,6 +101,24 @@ class Worker(UvicornWorker):
     }
 
 
+# Requests an open page makes by itself (the agent pages' live answers and
+# streams): a line each would bury what a person reads in the log.
+ROUTINE_PATHS = ("/agent/live", "/agent/stream", "/api/agent/v1/stream", "/visitor/")
+
+
+class QuietRoutine(logging.Filter):
+    """Drops access-log lines of routine requests that succeeded; a routine
+    request that failed (4xx, 5xx) is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not isinstance(args, tuple) or len(args) != 5:
+            return True  # not uvicorn's access line (client, method, path, version, status)
+        path, status = str(args[2]), args[4]
+        routine = path.startswith(ROUTINE_PATHS)
+        return not (routine and isinstance(status, int) and status < 400)
+
+
 class GunicornLogger(Logger):
     """gunicorn's logger with path secrets redacted from its error and access
     logs. The uvicorn worker logs through these same handlers."""
@@ -110,3 +129,6 @@ class GunicornLogger(Logger):
             for handler in log.handlers:
                 if not any(isinstance(f, RedactSecrets) for f in handler.filters):
                     handler.addFilter(RedactSecrets())
+        for handler in self.access_log.handlers:
+            if not any(isinstance(f, QuietRoutine) for f in handler.filters):
+                handler.addFilter(QuietRoutine())

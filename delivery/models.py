@@ -104,7 +104,7 @@ class Delivery(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        verbose_name_plural = "deliveries"
+        verbose_name_plural = "delivery log"
         indexes = [
             # The sweep: pending rows by due time.
             models.Index(

@@ -427,7 +427,9 @@ def _start(delivery: Delivery, now: datetime) -> _Claim:
     """Count the try, take the lease, log the try; the request is the caller's."""
     policy = get_policy(delivery.policy)
     endpoint = delivery.endpoint
-    number = delivery.attempts + 1
+    number = delivery.attempts + 1  # this round's count, which the policy limits
+    # The log numbers every try, redeliveries included, so it stays true.
+    logged = DeliveryAttempt.objects.filter(delivery=delivery).count() + 1
     body = delivery.body.encode()
     headers = {
         "Content-Type": "application/json",
@@ -449,7 +451,7 @@ def _start(delivery: Delivery, now: datetime) -> _Claim:
     )
     attempt = DeliveryAttempt.objects.create(
         delivery=delivery,
-        number=number,
+        number=logged,
         started_at=now,
         url=endpoint.url,
         request_headers={"User-Agent": transport.USER_AGENT, **headers, **framing},

@@ -15,13 +15,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.models import Agent, CallbackSettings, Department
+from agents.admin import ChannelAgentsField
+from agents.models import CallbackSettings, Department
 from channels_api.admin import copyable
 from delivery.admin import NewSecret, secret_page
 from devhooks import services, widgets
@@ -224,12 +224,7 @@ class WidgetChannelForm(forms.ModelForm[WidgetChannel]):
     """The widget's settings, and its channel's name, agents and switch."""
 
     name = forms.CharField(max_length=200)
-    agents = forms.ModelMultipleChoiceField(
-        queryset=Agent.objects.filter(is_active=True),
-        required=False,
-        widget=FilteredSelectMultiple("agents", is_stacked=False),
-        help_text="Agents who receive chats from this widget.",
-    )
+    agents = ChannelAgentsField(help_text="Agents who receive chats from this widget.")
     callback = forms.BooleanField(
         label="Take callback requests",
         required=False,

@@ -27,7 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from agents import ratelimit
 from agents.models import Client
 from agents.streams import newest_event_id
-from config.api_errors import error_response
+from config.api_errors import error_response, not_json
 from config.signin import client_address
 from devhooks import widgets
 from devhooks.models import WidgetChannel
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 SCRIPT = Path(settings.BASE_DIR) / "static" / "widget" / "widget.js"
 MAX_BODY = 64 * 1024
-NOT_JSON = "send a JSON object of at most 64 KB"
+TOO_BIG = "send a JSON object of at most 64 KB"
 CORS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
@@ -232,13 +232,15 @@ def _body(request: HttpRequest) -> tuple[dict[str, Any] | None, str]:
     declared = str(request.META.get("CONTENT_LENGTH") or "0")
     too_big = not declared.isascii() or not declared.isdigit() or int(declared) > MAX_BODY
     if too_big or len(request.body) > MAX_BODY:  # the first refuses before reading
-        return None, NOT_JSON
+        return None, TOO_BIG
     try:
         body = json.loads(request.body or b"{}")
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return None, NOT_JSON
+    except RecursionError:
+        return None, not_json("it is nested too deeply")
+    except ValueError as error:  # UnicodeDecodeError is a ValueError
+        return None, not_json(error)
     if not isinstance(body, dict):
-        return None, NOT_JSON
+        return None, not_json("send a JSON object")
     if not _storable(body):
         return None, "a text holds a NUL character or half of a surrogate pair"
     return body, ""

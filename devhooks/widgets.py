@@ -24,7 +24,7 @@ from django.db.models import Q
 from agents import selectors
 from agents import services as chats
 from agents.content import Content
-from agents.live import message_data
+from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
 from agents.streams import newest_event_id
 from agents.tokens import client_for_visitor_token, issue_visitor_token
@@ -109,7 +109,10 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
         "title": widget.title,
         "color": widget.color,
         "color2": widget.color2,
-        "mode": "online" if selectors.agents_online(channel=channel) else "offline",
+        # A blacklisted visitor sees an offline chat (docs/transcripts.md).
+        "mode": "online"
+        if selectors.agents_online(channel=channel) and not (client and client.is_blacklisted)
+        else "offline",
         "offline_form": widget.offline_form,
         "callback": {"enabled": not reason, "reason": reason},
         "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
@@ -213,7 +216,7 @@ def visitor_state(client: Client) -> dict[str, Any]:
     chat = current_chat(client)
     messages: list[dict[str, Any]] = []
     if chat is not None:
-        shown = chat.messages.select_related("agent").exclude(author=Message.Author.SYSTEM)
+        shown = chat.messages.select_related("agent").filter(author__in=CLIENT_VISIBLE_AUTHORS)
         messages = [message_data(m) for m in shown.order_by("-created", "-id")[:HISTORY]][::-1]
     return {
         "visitor_number": client.visitor_number,

@@ -3,8 +3,10 @@ Redis, FLUSHDB) loses no queued work."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +31,7 @@ def target() -> Iterator[Target]:
 
 def test_the_cache_never_lives_in_the_brokers_redis_database() -> None:
     if not settings.REDIS_URL:
-        assert settings.CELERY_BROKER_URL == "filesystem://"
+        assert settings.CELERY_BROKER_URL == "switchboard-filesystem://"
         assert settings.CACHES["default"]["BACKEND"].endswith("FileBasedCache")
         return
     cache_database = redis_database(settings.CACHES["default"]["LOCATION"])
@@ -74,3 +76,47 @@ def test_a_cache_clear_loses_no_queued_delivery(
         wait_for(lambda: Delivery.objects.get(pk=delivery.pk).status == "delivered")
     finally:
         worker.stop()
+
+
+def test_the_embedded_broker_never_shows_a_half_written_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kombu's own filesystem transport made the file first and wrote it
+    after; a worker that read it in between stopped with a JSONDecodeError."""
+    from kombu import Connection
+    from kombu.transport import filesystem
+
+    from config import broker
+
+    seen_while_writing: list[list[str]] = []
+    real = broker.dumps
+
+    def watching(payload: Any) -> str:  # called as the message is being written
+        names = os.listdir(tmp_path)
+        seen_while_writing.append(
+            [n for n in names if n.endswith(".msg") and not (tmp_path / n).stat().st_size]
+        )
+        return str(real(payload))
+
+    monkeypatch.setattr(broker, "dumps", watching)
+    monkeypatch.setattr(filesystem, "dumps", watching)  # the same check fails kombu's own
+    options = {
+        "data_folder_in": str(tmp_path),
+        "data_folder_out": str(tmp_path),
+        "control_folder": str(tmp_path / "control"),  # kombu's default is ./control
+    }
+    with Connection(f"{broker.ALIAS}://", transport_options=options) as connection:
+        queue = connection.SimpleQueue("jobs")
+        queue.put({"n": 1})
+        queue.put({"n": 2})
+        got = []
+        for _ in range(2):
+            message = queue.get(timeout=1)
+            message.ack()
+            got.append(message.payload)
+        assert sorted(got, key=lambda body: body["n"]) == [{"n": 1}, {"n": 2}]
+        queue.close()
+    # No empty message file was in the folder while a message was written.
+    assert seen_while_writing and all(empty == [] for empty in seen_while_writing)
+    left = [n for n in os.listdir(tmp_path) if n.endswith((".msg", ".part"))]
+    assert left == []

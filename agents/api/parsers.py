@@ -10,6 +10,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from agents.content import scrub
+from config.api_errors import not_json
 
 
 def _no_constant(name: str) -> Any:
@@ -40,4 +41,4 @@ class StrictJSONParser(JSONParser):
         try:
             return loads(stream.read())
         except ValueError as error:
-            raise ParseError(f"JSON parse error - {error}") from error
+            raise ParseError(not_json(error)) from error

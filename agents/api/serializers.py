@@ -43,6 +43,8 @@ class ContactOut(serializers.Serializer[Any]):
     description = serializers.CharField()
     visitor_number = serializers.IntegerField()
     visitor = serializers.JSONField(source="visitor_data")
+    blacklisted = serializers.BooleanField(source="is_blacklisted")
+    blacklist_reason = serializers.CharField()
 
 
 class AgentRefOut(serializers.Serializer[Any]):
@@ -138,10 +140,18 @@ class TypingIn(serializers.Serializer[Any]):
     typing = serializers.BooleanField()
 
 
+BOT_ONLY_TYPES = (Message.Type.MARKDOWN, Message.Type.BUTTONS)
+
+
 class MessageIn(serializers.Serializer[Any]):
     """``{"type": "text", "text": …}`` or a media type with its fields."""
 
-    type = serializers.ChoiceField(choices=Message.Type.values)
+    # What an agent may send: text, media and locations; Markdown and buttons
+    # are a bot's (B2), typing has its own endpoint.
+    type = serializers.ChoiceField(
+        choices=[kind for kind in Message.Type.values if kind not in BOT_ONLY_TYPES],
+        error_messages={"invalid_choice": "an agent sends text, media or a location, not {input}"},
+    )
     text = serializers.CharField(required=False, allow_blank=True, max_length=AGENT_TEXT_LIMIT)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

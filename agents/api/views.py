@@ -9,11 +9,12 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents import selectors, services
+from agents import attachments, selectors, services, transcripts
 from agents.api.serializers import (
     CallOut,
     CallProgressIn,
@@ -25,7 +26,7 @@ from agents.api.serializers import (
     StatusIn,
     TypingIn,
 )
-from agents.models import Agent, Call, Chat, OfflineMessage
+from agents.models import Agent, Call, Chat, Department, OfflineMessage
 
 
 class ListPagination(PageNumberPagination):
@@ -110,6 +111,93 @@ class ChatMessagesView(AgentView):
         return Response(MessageOut(message).data, status=201)
 
 
+class NoteIn(serializers.Serializer[Any]):
+    text = serializers.CharField(max_length=4000)
+
+
+class NotesView(AgentView):
+    @extend_schema(
+        request=NoteIn,
+        responses={201: MessageOut},
+        summary="Add an internal note: only agents see it (author 'note')",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = NoteIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        note = services.post_note(
+            chat=self.chat(request, chat_id),
+            agent=self.agent(request),
+            text=body.validated_data["text"],
+        )
+        return Response(MessageOut(note).data, status=201)
+
+
+class TransferIn(serializers.Serializer[Any]):
+    agent_id = serializers.IntegerField(required=False, min_value=1)
+    department_id = serializers.IntegerField(required=False, min_value=1)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=4000, default="")
+
+
+class TransferView(AgentView):
+    @extend_schema(
+        request=TransferIn,
+        responses=ChatDetailOut,
+        summary="Transfer my chat to an online agent (agent_id) or a department "
+        "(department_id, back to the queue), with a note; the client is not told",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = TransferIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        chat = self.chat(request, chat_id)
+        data = body.validated_data
+        to_agent = department = None
+        if "agent_id" in data:
+            to_agent = Agent.objects.filter(pk=data["agent_id"]).first()
+            if to_agent is None:
+                raise services.ServiceError("no such agent")
+        if "department_id" in data:
+            department = Department.objects.filter(pk=data["department_id"]).first()
+            if department is None:
+                raise services.ServiceError("no such department")
+        chat = services.transfer_chat(
+            chat=chat,
+            agent=self.agent(request),
+            to_agent=to_agent,
+            department=department,
+            note=data["note"],
+        )
+        return Response(ChatDetailOut(chat).data)
+
+
+class FileUploadView(AgentView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string", "format": "binary"},
+                    "text": {"type": "string", "description": "An optional caption"},
+                },
+                "required": ["file"],
+            }
+        },
+        responses={201: MessageOut},
+        summary="Send a file (an image as a photo, else a document) in my chat",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = self.chat(request, chat_id)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise services.ServiceError("send the file as the multipart field 'file'")
+        message = attachments.send_file(
+            chat=chat, agent=self.agent(request), upload=upload, text=request.POST.get("text", "")
+        )
+        message.refresh_from_db()
+        return Response(MessageOut(message).data, status=201)
+
+
 class MessageRetryView(AgentView):
     @extend_schema(request=None, responses=MessageOut, summary="Send a failed message again")
     def post(self, request: Request, chat_id: int, message_id: int) -> Response:
@@ -156,6 +244,58 @@ class CrmAssignView(AgentView):
         chat = services.request_crm_assign(
             chat=self.chat(request, chat_id), agent=self.agent(request)
         )
+        return Response(ChatDetailOut(chat).data)
+
+
+class TranscriptIn(serializers.Serializer[Any]):
+    to = serializers.CharField(required=False, allow_blank=True, max_length=254, default="")
+
+
+class TranscriptOut(serializers.Serializer[Any]):
+    to = serializers.CharField()
+    status = serializers.CharField()
+
+
+class TranscriptView(AgentView):
+    @extend_schema(
+        request=TranscriptIn,
+        responses=TranscriptOut,
+        summary="Mail the chat's transcript to the client, or to the address given",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = TranscriptIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        chat = self.chat(request, chat_id)
+        mail = transcripts.send_transcript(
+            chat=chat, to=body.validated_data["to"], agent=self.agent(request)
+        )
+        return Response({"to": mail.to, "status": mail.status})
+
+
+class BlacklistIn(serializers.Serializer[Any]):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+
+
+class BlacklistView(AgentView):
+    @extend_schema(
+        request=BlacklistIn,
+        responses=ChatDetailOut,
+        summary="Blacklist the chat's client: the chat is finished, their messages reach no one",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = BlacklistIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        chat = services.blacklist_client(
+            chat=self.chat(request, chat_id),
+            agent=self.agent(request),
+            reason=body.validated_data["reason"],
+        )
+        return Response(ChatDetailOut(chat).data)
+
+    @extend_schema(request=None, responses=ChatDetailOut, summary="Lift the client's blacklist")
+    def delete(self, request: Request, chat_id: int) -> Response:
+        chat = self.chat(request, chat_id)
+        services.lift_blacklist(client=chat.client, agent=self.agent(request))
         return Response(ChatDetailOut(chat).data)
 
 

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from django import template
-from django.utils.safestring import SafeString
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from agents import markdown as md
 from agents.content import is_http_url
@@ -21,3 +22,40 @@ def markdown_html(payload: object) -> SafeString:
 def http_url(value: object) -> bool:
     """Only http(s) links are ever put in an href."""
     return is_http_url(value)
+
+
+# The pages' icons: inline SVG drawn with the text colour, so no icon font and
+# no emoji font is needed (a machine without one shows empty boxes).
+ICONS = {
+    "attach": "M20 11.5l-8 8a5 5 0 0 1-7-7l8.5-8.5a3.5 3.5 0 0 1 5 5L10 17.5a2 2 0 0 1-3-3L14.5 7",
+    "back": "M15 18l-6-6 6-6",
+    "check": "M5 12.5l4.5 4.5L19 7.5",
+    "client": "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 21a8 8 0 0 1 16 0",
+    "close": "M6 6l12 12M18 6L6 18",
+    "file": (
+        "M14 3H6.5A1.5 1.5 0 0 0 5 4.5v15A1.5 1.5 0 0 0 6.5 21h11a1.5 1.5 0 0 0 1.5-1.5V8zM14 3v5h5"
+    ),
+    "keyboard": "M3 6h18v12H3zM7 10h.01M11 10h.01M15 10h.01M8 14h8",
+    "location": (
+        "M12 21s-6.5-6-6.5-11.5a6.5 6.5 0 0 1 13 0C18.5 15 12 21 12 21z"
+        "M12 12a2.5 2.5 0 1 0 0-5 2.5 2.5 0 0 0 0 5z"
+    ),
+    "lock": "M6 11h12v10H6zM8.5 11V7.5a3.5 3.5 0 0 1 7 0V11",
+    "send": "M4 12l16-8-5.5 16-3-6.5z",
+}
+
+
+@register.simple_tag
+def icon(name: str, label: str = "") -> SafeString:
+    """``{% icon "attach" %}``: a decorative icon; with a label, a named one."""
+    path = ICONS[name]
+    if label:
+        return format_html(
+            '<svg class="icon" viewBox="0 0 24 24" role="img" aria-label="{}"><path d="{}"/></svg>',
+            label,
+            path,
+        )
+    return mark_safe(  # noqa: S308 - our own constant
+        f'<svg class="icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false">'
+        f'<path d="{path}"/></svg>'
+    )

@@ -13,7 +13,7 @@
   const STREAM_GRACE_MS = 5000;
   const STREAM_EVENTS = [
     "chat.opened", "chat.queued", "chat.returned_to_bot", "chat.accepted", "chat.finished",
-    "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
+    "chat.transferred", "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
     "offline_message", "reset",
   ];
   const TYPING_PAUSE_MS = 3000;
@@ -66,11 +66,20 @@
   }
 
   function apply(data) {
+    document.dispatchEvent(new CustomEvent("switchboard:live", { detail: data }));
     document.title = (data.queue_count ? `(${data.queue_count}) ` : "") + baseTitle;
     render(document.getElementById("lists"), data.lists_html);
-    if (!data.chat) return;
+    if (!data.chat) { document.dispatchEvent(new CustomEvent("switchboard:rendered")); return; }
     const chat = data.chat;
-    if (chat.state !== state) { window.location.reload(); return; }
+    // A new state, or the chat became mine or another's (a transfer): the
+    // page's reply box and actions are drawn anew.
+    const mineNow = Boolean(document.getElementById("composer"));
+    if (chat.state !== state || (chat.mine !== undefined && chat.mine !== mineNow)) {
+      // Unless the page is already on its way (Reply, Finish): a reload would
+      // cut that navigation short and lose where it goes (#reply-box).
+      if (!leaving) window.location.reload();
+      return;
+    }
     const list = document.getElementById("messages");
     if (chat.messages_html.trim()) {
       const stick = nearBottom(list);
@@ -88,7 +97,17 @@
     }
     document.getElementById("client-typing").hidden = !chat.client_typing;
     render(document.getElementById("panel"), chat.panel_html);
+    document.dispatchEvent(new CustomEvent("switchboard:rendered"));
   }
+
+  // A form or link taking the agent to another page: what the live updates
+  // say of this one no longer matters. (A link that only downloads a file
+  // leaves the page where it is: after a while it counts as here again.)
+  let leaving = false;
+  window.addEventListener("beforeunload", () => {
+    leaving = true;
+    window.setTimeout(() => { leaving = false; }, 5000);
+  });
 
   let timer = null;
   let polling = false;
@@ -99,6 +118,8 @@
     polling = true;
     try {
       const params = new URLSearchParams(chatId ? { chat: chatId, after: lastId } : {});
+      // New messages count as read only while the agent can see them.
+      if (chatId && document.visibilityState === "visible") params.set("seen", "1");
       const response = await fetch(`${page.dataset.liveUrl}?${params}`, { credentials: "same-origin" });
       if (response.status === 200) apply(await response.json());
       else if (response.status === 302 || response.redirected) window.location.reload();
@@ -119,33 +140,55 @@
   }
 
   const notice = document.getElementById("notice");
-  function tell(message) {
+  // A refusal (red), or with ``good`` a confirmation, above the page.
+  function tell(message, good = false) {
     notice.textContent = message;
     notice.hidden = !message;
+    notice.classList.toggle("error", !good);
+    notice.classList.toggle("success", good);
   }
 
   const messages = document.getElementById("messages");
   if (messages) messages.scrollTop = messages.scrollHeight;
 
-  const composer = document.getElementById("composer");
-  if (composer) {
-    const box = composer.querySelector("textarea");
+  // The reply box (a reply, or in note mode an internal note) and, on a chat
+  // that is not mine, the note box. Typing is sent for replies only.
+  function wire(form) {
+    const box = form.querySelector("textarea");
+    const noteMode = () => {
+      const chosen = form.querySelector('[name="as"]:checked') || form.querySelector('[name="as"]');
+      return Boolean(chosen && chosen.value === "note");
+    };
     let typing = false;
     let pause = null;
     const setTyping = (on) => {
-      if (typing === on) return;
+      if (typing === on || (on && noteMode())) return;
       typing = on;
       post(page.dataset.typingUrl, { typing: on ? "true" : "false" });
     };
-    box.addEventListener("input", () => {
-      if (box.value.trim()) setTyping(true);
-      window.clearTimeout(pause);
-      pause = window.setTimeout(() => setTyping(false), TYPING_PAUSE_MS);
+    form.querySelectorAll('input[name="as"][type="radio"]').forEach((radio) => {
+      radio.addEventListener("change", () => {
+        const note = noteMode();
+        form.classList.toggle("is-note", note);
+        box.placeholder = note ? box.dataset.notePlaceholder : box.dataset.replyPlaceholder;
+        box.setAttribute("aria-label", note ? "Internal note (only agents see it)" : "Reply to the client");
+        if (note) setTyping(false);
+        box.focus();
+      });
     });
+    if (page.dataset.typingUrl && form.id === "composer") {
+      box.addEventListener("input", () => {
+        if (box.value.trim()) setTyping(true);
+        window.clearTimeout(pause);
+        pause = window.setTimeout(() => setTyping(false), TYPING_PAUSE_MS);
+      });
+    }
     box.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); composer.requestSubmit(); }
+      if (event.defaultPrevented) return;  // a feature's own use of the key (a list open)
+      if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+      if (event.key === "Escape") box.blur();  // back to the page's shortcuts
     });
-    composer.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = box.value.trim();
       if (!text) return;
@@ -155,10 +198,16 @@
         typing = false;
         await post(page.dataset.typingUrl, { typing: "false" });  // typeout, then the message
       }
-      const answer = await post(composer.action, { text });
-      if (answer.error) { box.value = text; window.alert(answer.error.message); }
+      const answer = await post(form.action, { text, as: noteMode() ? "note" : "reply" });
+      if (answer.error) { box.value = text; tell(answer.error.message); return; }
+      tell("");
+      pollNow();
     });
   }
+  ["composer", "note-box"].forEach((id) => {
+    const form = document.getElementById(id);
+    if (form) wire(form);
+  });
 
   // The small forms (Retry, call steps, Mark handled, Assign) come and go with
   // live updates: one listener for all. A refusal is shown above the page.
@@ -168,7 +217,7 @@
     event.preventDefault();
     const answer = await post(form.action, new FormData(form));
     if (answer.error) { tell(answer.error.message); return; }
-    tell("");
+    tell(answer.message || "", true);
     form.reset();
     pollNow();
   });
@@ -216,6 +265,14 @@
     STREAM_EVENTS.forEach((kind) => source.addEventListener(kind, cue));
     return true;
   }
+
+  // Coming back to a hidden tab marks the open chat's messages read.
+  document.addEventListener("visibilitychange", () => {
+    if (chatId && document.visibilityState === "visible") pollNow();
+  });
+
+  // What the pages' other scripts (one file per feature) use.
+  window.Switchboard = { page, chatId, post, pollNow, tell };
 
   if (!listen()) poll();
 })();

@@ -234,3 +234,22 @@ def test_the_openapi_schema_is_valid_without_warnings() -> None:
     from django.core.management import call_command
 
     call_command("spectacular", "--validate", "--fail-on-warn", stdout=StringIO())
+
+
+@pytest.mark.parametrize("kind", ["markdown", "buttons", "typein", "typeout", "sticker-pack"])
+def test_the_api_takes_only_what_an_agent_may_send(api: APIClient, agent: Agent, kind: str) -> None:
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    services.accept_chat(chat=chat, agent=agent)
+
+    answer = api.post(
+        f"/api/agent/v1/chats/{chat.pk}/messages",
+        {"type": kind, "text": "x", "content": "**x**", "buttons": [{"text": "a"}]},
+        format="json",
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"] == (
+        f"type: an agent sends text, media or a location, not {kind}"
+    )
+    assert chat.messages.count() == 1

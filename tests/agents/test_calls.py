@@ -501,7 +501,7 @@ def test_assigning_the_chat_shows_assigned(
     answer = browser.post(f"/agent/chats/{crm_chat.pk}/assign", follow=True)
 
     panel = answer.content.decode().split('id="crm"')[1]
-    assert "✓ Assigned" in panel and f"/agent/chats/{crm_chat.pk}/assign" not in panel
+    assert "</svg> Assigned</button>" in panel and f"/agent/chats/{crm_chat.pk}/assign" not in panel
     crm_chat.refresh_from_db()
     assert crm_chat.crm_assigned_at is not None
     assert (

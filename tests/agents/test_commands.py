@@ -62,3 +62,41 @@ def test_seed_demo_is_repeatable_and_prints_logins(client) -> None:
     assert api.get("/api/agent/v1/chats").status_code == 200
     urls = second["urls"]
     assert isinstance(urls, dict) and urls["admin"].endswith("/admin/")
+
+
+def test_seed_demo_keeps_tokens_and_urls_and_a_waiting_customer(settings, tmp_path) -> None:
+    from agents import services
+    from agents.models import Chat
+    from agents.tokens import issue_token
+
+    settings.VAR_DIR = tmp_path
+    first = run("seed_demo")
+    second = run("seed_demo")
+
+    # Logins, tokens and channel URLs survive a second run, and still work.
+    assert [a["token"] for a in first["agents"]] == [a["token"] for a in second["agents"]]
+
+    def shown(channels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k != "signing_secret"} for c in channels]
+
+    assert shown(first["channels"]) == shown(second["channels"])  # a secret shows once
+    for agent in second["agents"]:
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Token {agent['token']}")
+        assert api.get("/api/agent/v1/chats").status_code == 200
+    assert oct((tmp_path / "demo-tokens.json").stat().st_mode & 0o777) == "0o600"
+
+    # One demo customer waits; once Alice took that chat, the next run brings another.
+    [waiting] = Chat.objects.filter(state=Chat.State.QUEUED, channel__name="Demo Chat API")
+    alice = Agent.objects.get(email="alice@example.com")
+    services.accept_chat(chat=waiting, agent=alice)
+    run("seed_demo")
+    [new] = Chat.objects.filter(state=Chat.State.QUEUED, channel__name="Demo Chat API")
+    assert new.client.external_id == "demo-customer-2"
+
+    # A token replaced meanwhile (the settings page) is replaced in the next print.
+    issue_token(agent=alice)
+    third = run("seed_demo")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {third['agents'][0]['token']}")
+    assert api.get("/api/agent/v1/chats").status_code == 200

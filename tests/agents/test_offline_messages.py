@@ -26,7 +26,7 @@ def channel(agent: Agent) -> Channel:
 
 @pytest.fixture
 def offline(channel: Channel) -> OfflineMessage:
-    return services.leave_offline_message(
+    left = services.leave_offline_message(
         channel=channel,
         name=f"Bob {EVIL}",
         email="bob@example.com",
@@ -35,6 +35,8 @@ def offline(channel: Channel) -> OfflineMessage:
         page_url="https://shop.example/orders",
         page_title="My orders",
     )
+    assert left is not None
+    return left
 
 
 @pytest.fixture
@@ -55,6 +57,7 @@ def test_a_visitor_leaves_a_message(channel: Channel, published: list[events.Eve
     offline = services.leave_offline_message(
         channel=channel, message="  Call me back  ", name=" Ann ", phone="+1 (212) 555-0100"
     )
+    assert offline is not None
 
     assert (offline.message, offline.name, offline.phone, offline.email) == (
         "Call me back", "Ann", "+12125550100", ""
@@ -208,6 +211,7 @@ def test_the_api_lists_my_offline_messages_unhandled_first(
 ) -> None:
     services.mark_offline_message_handled(offline_message=offline, agent=agent)
     newer = services.leave_offline_message(channel=channel, message="Newer", email="n@example.com")
+    assert newer is not None
     services.leave_offline_message(
         channel=ChannelFactory.create(), message="not mine", email="x@example.com"
     )

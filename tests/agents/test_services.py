@@ -167,6 +167,7 @@ def test_rate_and_blacklist(published: list[events.Event]) -> None:
     assert published == [
         events.ChatRated(chat_id=chat.pk, rating="positive"),
         events.ClientBlacklisted(chat_id=chat.pk, client_id=chat.client_id),
+        events.ChatFinished(chat_id=chat.pk, agent_id=None),  # blacklisting ends the chat
     ]
     with pytest.raises(services.ServiceError):
         services.rate_chat(chat=chat, rating="great")

@@ -252,6 +252,7 @@ def test_a_visitor_hears_its_own_chat_only(web: WebServer, alice: Agent) -> None
         services.set_client_typing(chat=chat, typing=True)  # her own typing: not echoed
         services.set_agent_typing(chat=chat, agent=alice, typing=True)
         services.post_system_message(chat=chat, text="an agents' note")
+        services.post_note(chat=chat, agent=alice, text="an internal note")
         services.post_agent_message(chat=chat, agent=alice, content=text("Hi Vera"))
         services.post_client_message(client=otto, content=text("still not Vera's"))
         services.finish_chat(chat=chat, agent=alice)

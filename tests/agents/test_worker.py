@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -27,3 +28,23 @@ def test_worker_finishes_inactive_chats(celery_worker: Worker, settings) -> None
     wait_for(lambda: Chat.objects.get(pk=idle.pk).state == Chat.State.FINISHED, timeout=30)
     assert Chat.objects.get(pk=busy.pk).state == Chat.State.QUEUED
     assert "finish_inactive_chats" in celery_worker.log()
+
+
+def test_the_worker_mails_a_finished_chats_transcript(celery_worker: Worker, settings) -> None:
+    """Without EMAIL_URL each mail is a file under VAR_DIR/mail/ (make run's default)."""
+    from agents import services
+    from agents.models import Mail
+    from tests.factories import ClientFactory, text
+
+    client = ClientFactory.create(name="Wendy", email="wendy@example.com")
+    chat = services.post_client_message(client=client, content=text("Please mail me this")).chat
+    folder = Path(settings.VAR_DIR) / "mail"
+    before = set(folder.glob("*")) if folder.exists() else set()
+
+    services.finish_chat(chat=chat)  # the worker gets the mail's id once this commits
+
+    wait_for(lambda: Mail.objects.get(chat=chat).status == Mail.Status.SENT, timeout=30)
+    [written] = set(folder.glob("*")) - before
+    content = written.read_text()
+    assert "To: wendy@example.com" in content and "Please mail me this" in content
+    written.unlink()

@@ -361,14 +361,17 @@ def test_over_the_channel_rate_is_429_with_retry_after(
     assert Message.objects.count() == 8 - len(limited)
 
 
-def test_a_blacklisted_client_is_refused(integrator: Integrator) -> None:
+def test_a_blacklisted_clients_message_is_kept_quietly(integrator: Integrator) -> None:
     integrator.say("spam")
-    services.blacklist_client(chat=Chat.objects.get())
+    chat = Chat.objects.get()
+    services.blacklist_client(chat=chat, reason="spam")
 
     answer = integrator.say("more spam")
 
-    assert answer.status_code == 403 and error_of(answer)["code"] == "access_denied"
-    assert Message.objects.count() == 1
+    assert answer.status_code == 200  # the integrator sees nothing unusual
+    assert Chat.objects.get().state == Chat.State.FINISHED  # no new chat
+    kept = Message.objects.get(text="more spam")
+    assert kept.chat_id == chat.pk and kept.payload == {"blacklisted": True}
 
 
 def test_an_inactive_channel_refuses_messages(

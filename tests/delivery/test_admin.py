@@ -133,3 +133,29 @@ def test_endpoints_list_their_failures(admin_client: Client, target: Target) -> 
     page = admin_client.get(reverse("admin:delivery_endpoint_changelist")).content.decode()
 
     assert re.search(r'<td class="field-consecutive_failures">3</td>', page)
+
+
+def test_a_delivery_is_read_only_and_its_tries_stay_numbered_after_a_redeliver(
+    admin_client: Client, target: Target, endpoint: Endpoint
+) -> None:
+    target.script(Reply(500), Reply(500), Reply(500), Reply(200))
+    failed = drive(send(endpoint, policy="chat_api_message"))
+    assert failed.status == Delivery.Status.FAILED
+    services.redeliver(delivery=failed)
+    delivered = drive(failed)
+
+    assert delivered.status == Delivery.Status.DELIVERED
+    assert list(delivered.attempt_log.values_list("number", flat=True)) == [1, 2, 3, 4]
+    change = reverse("admin:delivery_delivery_change", args=[delivered.pk])
+    page = admin_client.get(change).content.decode()
+    assert 'name="_save"' not in page and "deletelink" not in page
+    assert admin_client.post(change, {"status": "failed"}).status_code == 403
+    delete = reverse("admin:delivery_delivery_delete", args=[delivered.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    listing = admin_client.get(reverse("admin:delivery_delivery_changelist")).content.decode()
+    row = listing[listing.index('<td class="field-tries">') :]
+    assert row.startswith('<td class="field-tries">4</td>')
+    # Status, tries and the last error come first.
+    heads = re.findall(r'<th scope="col" class="(?:sortable )?column-(\w+)', listing)
+    assert heads[:3] == ["status", "tries", "last_error_short"]
+    assert "Delivery log" in listing

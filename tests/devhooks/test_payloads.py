@@ -157,6 +157,7 @@ def test_offline_message_has_no_chat_and_no_agent(scene: Scene) -> None:
         email="nils@example.com",
         description="wholesale",
     )
+    assert offline is not None
 
     [body] = bodies("offline_message")
     assert body["event_name"] == "offline_message"

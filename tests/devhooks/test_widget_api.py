@@ -266,6 +266,7 @@ def test_a_returning_visitor_gets_its_number_contact_chat_and_history(
     chat = Chat.objects.get(client=vera.client)
     services.accept_chat(chat=chat, agent=alice)
     services.post_system_message(chat=chat, text="an agents' note: VIP")
+    services.post_note(chat=chat, agent=alice, text="an internal note: refund approved")
     services.post_agent_message(chat=chat, agent=alice, content=text("Yes, it left today."))
 
     data = Visitor(widget, token=vera.token).ok("session")  # the next page of the site
@@ -426,9 +427,9 @@ def test_a_message_opens_a_queued_chat_the_channels_agents_see(
     chat = Chat.objects.get(pk=data["chat_id"])
     assert chat.state == Chat.State.QUEUED and chat.channel_id == widget.channel_id
     assert chat.client == vera.client and chat.department is None
-    queue = list(selectors.queue_for_agent(agent=alice))
+    queue = selectors.with_last_messages(selectors.queue_for_agent(agent=alice))
     assert [c.pk for c in queue] == [chat.pk]
-    assert queue[0].first_message == "Where is my parcel?"  # type: ignore[attr-defined]
+    assert queue[0].last_message.text == "Where is my parcel?"  # type: ignore[attr-defined]
     assert list(selectors.queue_for_agent(agent=stranger)) == []
     [message] = chat.messages.all()
     assert (message.author, message.type, message.text) == ("client", "text", "Where is my parcel?")
@@ -1155,7 +1156,13 @@ def test_a_body_that_is_no_json_object_of_64kb_is_400(widget: WidgetChannel, raw
         f"/widget/{widget.widget_id}/v1/message", raw, content_type="text/plain"
     )
 
-    assert error_of(answer, 400) == "send a JSON object of at most 64 KB"
+    message = error_of(answer, 400)
+    big = len(raw) > 64 * 1024
+    assert (
+        message == "send a JSON object of at most 64 KB"
+        if big
+        else message.startswith("the body is not valid JSON: ")
+    )
     assert visitor_count() == 0
 
 
@@ -1476,7 +1483,7 @@ def test_json_nested_too_deeply_is_400(widget: WidgetChannel, raw: bytes) -> Non
     answer = Browser(raise_request_exception=False).post(
         f"/widget/{widget.widget_id}/v1/session", raw, content_type="text/plain"
     )
-    assert error_of(answer, 400) == "send a JSON object of at most 64 KB"
+    assert error_of(answer, 400) == "the body is not valid JSON: it is nested too deeply"
 
 
 @pytest.mark.parametrize("value", ["\u00b2", "\u0661", "\uff11", "12\u00b3"])

@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from agents.models import Agent
+from channels_api.models import ChatApiChannel
+from channels_api.services import create_chat_api_channel
+from tests.delivery.target import Target
+from tests.factories import AgentFactory
 from tests.web.server import WebServer
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls
@@ -88,3 +93,25 @@ def _close_finished_threads_connections() -> Iterator[None]:
     being dropped at the end."""
     yield
     gc.collect()
+
+
+# The agent pages' cast: Alice, a Chat API channel of hers, and its integrator.
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    server = Target("127.0.0.1").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def alice(db: None) -> Agent:
+    return AgentFactory.create(email="alice@example.com", name="Alice Agent", is_online=False)
+
+
+@pytest.fixture
+def chat_api(alice: Agent, target: Target) -> ChatApiChannel:
+    return create_chat_api_channel(
+        name="Mobile app", webhook_url=target.url("/a3"), agents=[alice]
+    )[0]

@@ -198,7 +198,7 @@ def test_a_full_chat_with_an_agent_in_the_agent_pages(
     expect(queued).to_contain_text("Hello, is my parcel on its way?", timeout=LIVE)
     queued.click()
     agent.get_by_test_id("reply").click()
-    reply = agent.get_by_label("Reply")
+    reply = agent.get_by_label("Reply to the client")
     expect(reply).to_be_visible()
     expect(page.get_by_test_id("svc-who")).to_have_text("Alice Agent", timeout=LIVE)
     expect(page.get_by_test_id("svc-messages")).to_contain_text("Alice Agent joined the chat")
@@ -221,6 +221,7 @@ def test_a_full_chat_with_an_agent_in_the_agent_pages(
     expect(page.get_by_test_id("svc-typing")).to_be_hidden()
 
     # Alice finishes the chat: the visitor rates it.
+    agent.once("dialog", lambda dialog: dialog.accept())  # Finish asks first
     agent.get_by_test_id("finish").click()
     expect(agent.locator(".closed")).to_contain_text("This chat is finished")
     rate = page.get_by_test_id("svc-rate")

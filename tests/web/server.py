@@ -44,6 +44,8 @@ class WebServer:
             "DATABASE_URL": test_database_url(),
             "VAR_DIR": str(settings.VAR_DIR),
             "LOG_LEVEL": "INFO",
+            # The URLs the service builds (an agent's file) lead back to it.
+            "PUBLIC_URL": self.base_url,
             **self.env,
         }
         command = [

@@ -135,3 +135,37 @@ def test_a_real_run_logs_no_path_secret(server: WebServer, chat_api: ChatApiChan
     assert f"Too Many Requests: {redacted}" in err
     assert f"Not Found: /chat-api/…/{public_id}/status" in err
     assert f"Method Not Allowed: {redacted}" in err
+
+
+@pytest.mark.django_db(transaction=True)
+def test_routine_live_requests_leave_no_access_line_but_their_failures_do(
+    server: WebServer,
+) -> None:
+    """make run's log keeps the logins in sight: an open agent page's own
+    requests (its live answers and stream) are not logged when they succeed."""
+    from tests.factories import AgentFactory
+
+    agent = AgentFactory.create(email="quiet@example.com")
+    http = requests.Session()
+    page = http.get(f"{server.base_url}/agent/login/", timeout=10)
+    assert page.status_code == 200
+    signed_in = http.post(
+        f"{server.base_url}/agent/login/",
+        data={
+            "username": agent.email,
+            "password": "agent-password",
+            "csrfmiddlewaretoken": http.cookies["csrftoken"],
+        },
+        headers={"Referer": f"{server.base_url}/agent/login/"},
+        timeout=10,
+    )
+    assert signed_in.status_code == 200 and signed_in.url.endswith("/agent/")
+    for _ in range(3):
+        assert http.get(f"{server.base_url}/agent/live", timeout=10).status_code == 200
+    assert http.get(f"{server.base_url}/agent/live?chat=999999", timeout=10).status_code == 404
+
+    server.stop()
+    out = server.stdout()
+    assert '"GET /agent/live HTTP/1.1" 200' not in out
+    assert '"GET /agent/live?chat=999999 HTTP/1.1" 404' in out
+    assert '"POST /agent/login/ HTTP/1.1" 302' in out  # everything else is still there

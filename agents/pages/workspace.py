@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -23,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors, services
 from agents.api.serializers import MessageIn
+from agents.attachments import KINDS
 from agents.models import Agent, Call, Chat, Message, OfflineMessage
 from agents.streams import newest_event_id
 
@@ -46,10 +48,12 @@ def _wants_json(request: HttpRequest) -> bool:
     return request.headers.get("X-Requested-With") == "fetch"
 
 
-def _done(request: HttpRequest, chat: Chat | None = None, **data: Any) -> HttpResponse:
+def _done(request: HttpRequest, chat: Chat | None = None, fragment: str = "") -> HttpResponse:
     if _wants_json(request):
-        return JsonResponse({"ok": True, **data})
-    return redirect("agent:chat", chat.pk) if chat else redirect("agent:home")
+        return JsonResponse({"ok": True})
+    if chat is None:
+        return redirect("agent:home")
+    return redirect(reverse("agent:chat", args=[chat.pk]) + fragment)
 
 
 def _refused(request: HttpRequest, error: services.ServiceError, chat: Chat) -> HttpResponse:
@@ -76,9 +80,13 @@ def _lists(agent: Agent, *, chat: Chat | None, back: str) -> dict[str, Any]:
     calls = list(selectors.calls_for_agent(agent=agent)[:LIST_LENGTH])
     offline = list(selectors.offline_messages_for_agent(agent=agent)[:LIST_LENGTH])
     return {
-        "queue": list(selectors.queue_for_agent(agent=agent)[:LIST_LENGTH]),
-        "active": list(selectors.active_for_agent(agent=agent)[:LIST_LENGTH]),
-        "with_bot": list(selectors.with_bot_for_agent(agent=agent)[:LIST_LENGTH]),
+        "queue": selectors.with_last_messages(selectors.queue_for_agent(agent=agent)[:LIST_LENGTH]),
+        "active": selectors.with_last_messages(
+            selectors.active_for_agent(agent=agent)[:LIST_LENGTH]
+        ),
+        "with_bot": selectors.with_last_messages(
+            selectors.with_bot_for_agent(agent=agent)[:LIST_LENGTH]
+        ),
         "calls": calls,
         "open_calls": sum(call.is_open for call in calls),
         "offline_messages": offline,
@@ -92,13 +100,31 @@ def _is_mine(agent: Agent, chat: Chat) -> bool:
     return chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists()
 
 
-def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
-    chat_messages = list(selectors.messages_of(chat=chat).reverse()[:MESSAGE_PAGE])[::-1]
+def _panel_context(agent: Agent, chat: Chat) -> dict[str, Any]:
+    """The side panel: the client, the visitor, the CRM card, earlier chats."""
     return {
         "chat": chat,
+        "mine": _is_mine(agent, chat),
+        "earlier": selectors.earlier_chats(chat=chat, agent=agent),
+    }
+
+
+def _chat_context(agent: Agent, chat: Chat) -> dict[str, Any]:
+    chat_messages = list(selectors.messages_of(chat=chat).reverse()[:MESSAGE_PAGE])[::-1]
+    panel = _panel_context(agent, chat)
+    mine = panel["mine"]
+    return {
+        **panel,
+        "transfer_agents": list(selectors.transfer_agents(chat=chat, agent=agent)) if mine else [],
+        "attach_limit": settings.AGENT_FILE_MAX_BYTES,
+        "attach_accept": ",".join(
+            f".{extension}"
+            for kind in settings.AGENT_FILE_TYPES
+            for extension in KINDS.get(kind, KINDS["txt"]).extensions
+        ),
+        "departments": list(selectors.departments()) if mine else [],
         "chat_messages": chat_messages,
         "last_message_id": chat_messages[-1].pk if chat_messages else 0,
-        "mine": _is_mine(agent, chat),
     }
 
 
@@ -109,9 +135,12 @@ def home(request: HttpRequest, chat_id: int | None = None) -> HttpResponse:
     # Read before the page's state: the stream replays what comes after it.
     live_id = newest_event_id()
     chat = _chat(request, chat_id) if chat_id is not None else None
-    context = {**_lists(agent, chat=chat, back=request.path), "live_id": live_id}
+    context: dict[str, Any] = {"live_id": live_id}
     if chat is not None:
         context.update(_chat_context(agent, chat))
+        if context["last_message_id"]:
+            services.mark_chat_seen(agent=agent, chat=chat, message_id=context["last_message_id"])
+    context.update(_lists(agent, chat=chat, back=request.path))
     return render(request, "agents/workspace.html", context)
 
 
@@ -124,6 +153,35 @@ def history(request: HttpRequest) -> HttpResponse:
     return render(request, "agents/history.html", {"page": page, "search": search})
 
 
+def _handed_on(chat: Chat) -> bool:
+    """Whether the chat is as its last transfer left it: with the agent it was
+    handed to, or waiting in the queue for a department. Once an agent took
+    it from the queue (Reply after the transfer) it is simply theirs."""
+    if chat.transferred_at is None:
+        return False
+    return chat.accepted_at is None or chat.transferred_at > chat.accepted_at
+
+
+def _notice(chat: Chat) -> dict[str, Any]:
+    """What the page's notifications say of a chat of the lists."""
+    message = getattr(chat, "last_message", None)
+    text = ""
+    if message is not None:
+        text = message.text or str(message.payload.get("file_name", "")) or message.type
+    notice = {
+        "id": chat.pk,
+        "name": chat.client.display_name,
+        "unread": getattr(chat, "unread", 0),
+        "last_id": getattr(chat, "last_message_pk", None) or 0,
+        "text": text[:120],
+    }
+    if _handed_on(chat):  # who handed it on, when, and the note for the taker
+        notice["transferred_by"] = chat.transferred_by.name if chat.transferred_by else ""
+        notice["transferred_at"] = chat.transferred_at.isoformat() if chat.transferred_at else ""
+        notice["transfer_note"] = chat.transfer_note[:300]
+    return notice
+
+
 @login_required
 @require_GET
 def live(request: HttpRequest) -> JsonResponse:
@@ -133,19 +191,19 @@ def live(request: HttpRequest) -> JsonResponse:
     chat_id = request.GET.get("chat", "")
     chat = _chat(request, int(chat_id)) if chat_id.isascii() and chat_id.isdigit() else None
     back = reverse("agent:chat", args=[chat.pk]) if chat else reverse("agent:home")
-    lists = _lists(agent, chat=chat, back=back)
-    data: dict[str, Any] = {
-        "online": agent.is_online,
-        "queue_count": len(lists["queue"]),
-        "lists_html": render_to_string("agents/_lists.html", lists, request=request),
-    }
+    data: dict[str, Any] = {"online": agent.is_online}
     if chat is not None:
         after = request.GET.get("after", "0")
         after_id = int(after) if after.isascii() and after.isdigit() else 0
         new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
+        if request.GET.get("seen") == "1":  # in sight: what the page has and what it gets now
+            shown = new[-1].pk if new else after_id
+            if shown:
+                services.mark_chat_seen(agent=agent, chat=chat, message_id=shown)
         outbound = chat.messages.filter(author=Message.Author.AGENT).exclude(delivery_status="")
         data["chat"] = {
             "state": chat.state,
+            "mine": _is_mine(agent, chat),  # a transfer changes it, not the state
             "client_typing": chat.client_typing,
             "messages_html": render_to_string(
                 "agents/_messages.html", {"chat_messages": new, "chat": chat}, request=request
@@ -158,9 +216,16 @@ def live(request: HttpRequest) -> JsonResponse:
                 for m in outbound.order_by("-id")[:100]
             },
             "panel_html": render_to_string(
-                "agents/_panel.html", {"chat": chat, "mine": _is_mine(agent, chat)}, request=request
+                "agents/_panel.html", _panel_context(agent, chat), request=request
             ),
         }
+    lists = _lists(agent, chat=chat, back=back)
+    data["queue_count"] = len(lists["queue"])
+    data["lists_html"] = render_to_string("agents/_lists.html", lists, request=request)
+    data["notify"] = {
+        "queued": [_notice(c) for c in lists["queue"]],
+        "mine": [_notice(c) for c in lists["active"]],
+    }
     data["server_time"] = timezone.now().isoformat()
     return JsonResponse(data)
 
@@ -176,21 +241,32 @@ def status(request: HttpRequest) -> HttpResponse:
 
 
 def _act(
-    request: HttpRequest, chat_id: int, change: Callable[[Chat, Agent], object]
+    request: HttpRequest,
+    chat_id: int,
+    change: Callable[[Chat, Agent], object],
+    *,
+    fragment: str = "",
 ) -> HttpResponse:
-    """Apply one service to one of my chats; a refusal is shown, not raised."""
+    """Apply one service to one of my chats; a refusal is shown, not raised.
+    ``fragment`` is where the chat page opens afterwards (``#reply-box``)."""
     chat = _chat(request, chat_id)
     try:
         change(chat, _agent(request))
     except services.ServiceError as error:
         return _refused(request, error, chat)
-    return _done(request, chat)
+    return _done(request, chat, fragment)
 
 
 @login_required
 @require_POST
 def accept(request: HttpRequest, chat_id: int) -> HttpResponse:
-    return _act(request, chat_id, lambda chat, agent: services.accept_chat(chat=chat, agent=agent))
+    """Reply: the chat is mine, and its page opens with the cursor in the reply box."""
+    return _act(
+        request,
+        chat_id,
+        lambda chat, agent: services.accept_chat(chat=chat, agent=agent),
+        fragment="#reply-box",
+    )
 
 
 @login_required
@@ -207,6 +283,12 @@ def send(request: HttpRequest, chat_id: int) -> HttpResponse:
         error = services.ServiceError("write a message of up to 4000 characters first")
         return _refused(request, error, _chat(request, chat_id))
     content = data.validated_data["content"]
+    if request.POST.get("as") == "note":  # the reply box in note mode, or the note box
+        return _act(
+            request,
+            chat_id,
+            lambda chat, agent: services.post_note(chat=chat, agent=agent, text=content.text),
+        )
     return _act(
         request,
         chat_id,

@@ -1,0 +1,44 @@
+"""Transfer: my active chat to another online agent or to a department, with
+a note (docs/agent-pages.md, "Transfer")."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
+
+from agents import services
+from agents.models import Agent, Chat, Department
+from agents.pages.workspace import _act
+
+
+def _target(value: str) -> tuple[Agent | None, Department | None]:
+    """``agent:<id>`` or ``department:<id>``, as the transfer form names them."""
+    kind, _, number = value.partition(":")
+    if not (number.isascii() and number.isdigit()):
+        raise services.ServiceError("choose an agent or a department")
+    if kind == "agent":
+        agent = Agent.objects.filter(pk=int(number)).first()
+        if agent is None:
+            raise services.ServiceError("no such agent")
+        return agent, None
+    if kind == "department":
+        department = Department.objects.filter(pk=int(number)).first()
+        if department is None:
+            raise services.ServiceError("no such department")
+        return None, department
+    raise services.ServiceError("choose an agent or a department")
+
+
+@login_required
+@require_POST
+def transfer(request: HttpRequest, chat_id: int) -> HttpResponse:
+    note = request.POST.get("note", "")
+
+    def hand_over(chat: Chat, agent: Agent) -> Chat:
+        to_agent, department = _target(request.POST.get("to", ""))
+        return services.transfer_chat(
+            chat=chat, agent=agent, to_agent=to_agent, department=department, note=note
+        )
+
+    return _act(request, chat_id, hand_over)

@@ -1,0 +1,159 @@
+"""Chat transcripts by e-mail (docs/transcripts.md).
+
+When a chat finishes, its log is mailed to the client, when the client gave
+an e-mail address (Chat API sender fields, the widget's contact form, a
+bot's CLIENT_INFO, or the CRM's ``contact_info``) and the channel sends
+transcripts; a copy goes to ``TRANSCRIPT_ARCHIVE_EMAIL`` when it is set. An
+agent can also send one on demand, to the client or to an address they
+type. Internal notes and system notes never appear in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.template.loader import render_to_string
+
+from agents import events, mail
+from agents.content import MEDIA_TYPES, is_http_url
+from agents.models import Agent, Chat, Mail, Message
+from agents.services import ServiceError
+
+SHOWN_AUTHORS = (Message.Author.CLIENT, Message.Author.AGENT, Message.Author.BOT)
+
+
+class TranscriptError(ServiceError):
+    """A transcript that cannot be sent (no address, a malformed one)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One message of the log as the mail shows it."""
+
+    time: Any
+    author: str
+    text: str
+    link: str = ""
+    link_text: str = ""
+
+
+MAX_ADDRESS = 254  # the longest address SMTP carries (RFC 5321's path limit)
+
+
+def client_email(chat: Chat) -> str:
+    """The client's address: what the CRM supplied for this chat when it is
+    one, else the client's own."""
+    contact = chat.contact_info if isinstance(chat.contact_info, dict) else {}
+    crm = str(contact.get("email") or "").strip()
+    own = str(chat.client.email or "").strip()
+    return crm if _valid(crm) or not _valid(own) else own
+
+
+def contact_details(chat: Chat) -> list[tuple[str, str]]:
+    contact = chat.contact_info if isinstance(chat.contact_info, dict) else {}
+    client = chat.client
+    details = [
+        ("Name", str(contact.get("name") or client.name or "")),
+        ("E-mail", client_email(chat)),
+        ("Phone", str(contact.get("phone") or client.phone or "")),
+        ("Visitor", f"#{client.visitor_number}"),
+    ]
+    return [(label, value) for label, value in details if value]
+
+
+def _line(message: Message, client_name: str) -> Line:
+    if message.author == Message.Author.CLIENT:
+        author = client_name
+    elif message.author == Message.Author.AGENT:
+        author = message.agent.name if message.agent else "Agent"
+    else:
+        author = message.sender_name or "Bot"
+    payload = message.payload if isinstance(message.payload, dict) else {}
+    text = message.text
+    link = link_text = ""
+    if message.type in MEDIA_TYPES and is_http_url(payload.get("file")):
+        link = str(payload["file"])
+        link_text = str(payload.get("file_name") or message.get_type_display())
+    elif message.type == Message.Type.LOCATION:
+        lat, lon = payload.get("latitude"), payload.get("longitude")
+        link = f"https://www.openstreetmap.org/?mlat={lat}&mlon={lon}"
+        link_text = f"Location {lat}, {lon}"
+    elif message.type == Message.Type.MARKDOWN and not text:
+        text = str(payload.get("content", ""))
+    elif message.type == Message.Type.BUTTONS:
+        buttons = [
+            str(b.get("text", "")) for b in payload.get("buttons") or [] if isinstance(b, dict)
+        ]
+        text = "\n".join(filter(None, [str(payload.get("title", "")), *buttons])) or text
+    return Line(message.created, author, text, link, link_text)
+
+
+def render(chat: Chat) -> tuple[str, str, str]:
+    """The transcript's subject, plain text and HTML (every value escaped)."""
+    shown = chat.messages.select_related("agent").filter(author__in=SHOWN_AUTHORS)
+    client_name = chat.client.display_name
+    context = {
+        "chat": chat,
+        "channel": chat.channel.name,
+        "client_name": client_name,
+        "details": contact_details(chat),
+        "lines": [_line(m, client_name) for m in shown.order_by("created", "id")],
+        "agents": ", ".join(a.name for a in chat.agents.all()),
+    }
+    subject = " ".join(f"Your chat with {chat.channel.name}".split())  # one line, whatever the name
+    text = render_to_string("agents/mail/transcript.txt", context)
+    html = render_to_string("agents/mail/transcript.html", context)
+    return subject, text, html
+
+
+def _checked_address(address: str) -> str:
+    address = address.strip()
+    if not _valid(address):
+        shown = address[:60] + ("…" if len(address) > 60 else "")
+        raise TranscriptError(f"{shown or 'an empty address'} is not an e-mail address")
+    return address
+
+
+@transaction.atomic
+def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> Mail:
+    """Mail ``chat``'s transcript to ``to``, or to the client when empty."""
+    if not to.strip() and not client_email(chat):
+        raise TranscriptError("the client gave no e-mail address: type one")
+    address = _checked_address(to or client_email(chat))
+    subject, text, html = render(chat)
+    return mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
+
+
+def on_chat_finished(event: events.ChatFinished) -> None:
+    """A finished chat's transcript to the client (and the archive)."""
+    chat = Chat.objects.select_related("channel", "client").get(pk=event.chat_id)
+    address = client_email(chat)
+    # A client blacklisted in this chat is sent nothing (the archive still is).
+    to_client = chat.channel.send_transcripts and not chat.blacklisted and _valid(address)
+    archive = settings.TRANSCRIPT_ARCHIVE_EMAIL
+    if not to_client and not archive:
+        return
+    subject, text, html = render(chat)
+    if to_client:
+        mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
+    if archive:
+        mail.queue_mail(to=archive, subject=f"[archive] {subject}", text=text, html=html, chat=chat)
+
+
+def _valid(address: str) -> bool:
+    if not address or len(address) > MAX_ADDRESS:
+        return False
+    try:
+        validate_email(address)
+    except ValidationError:
+        return False
+    return True
+
+
+def connect() -> None:
+    events.subscribe(events.ChatFinished, on_chat_finished)

@@ -1,0 +1,227 @@
+"""Files from the reply box: checked by what they are, kept through the
+storage API, served at an unguessable URL, and sent as photo / document
+messages; a real worker delivers one to a real Chat API integrator."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.storage import default_storage
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client as Browser
+from PIL import Image
+from rest_framework.test import APIClient
+
+from agents import attachments, services
+from agents.models import Agent, Attachment, Chat, Message
+from agents.tokens import issue_token
+from channels_api.services import create_chat_api_channel
+from tests.channels_api.conftest import Integrator
+from tests.delivery.target import Target
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+from tests.worker import Worker, wait_for
+
+pytestmark = pytest.mark.django_db
+
+FETCH = {"X-Requested-With": "fetch"}
+
+
+def png(width: int = 800, height: int = 400) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (40, 85, 216)).save(out, format="PNG")
+    return out.getvalue()
+
+
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+
+
+@pytest.fixture(autouse=True)
+def _media(settings: Any, tmp_path: Path) -> None:
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
+
+
+def my_chat(agent: Agent) -> Chat:
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]), name="Ann")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    return services.accept_chat(chat=chat, agent=agent)
+
+
+def body_of(response: Any) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+def page_of(agent: Agent) -> Browser:
+    page = Browser()
+    page.force_login(agent)
+    return page
+
+
+def test_an_image_becomes_a_photo_with_a_320px_thumb_at_an_unguessable_url(
+    agent: Agent, settings: Any
+) -> None:
+    chat = my_chat(agent)
+    page = page_of(agent)
+    upload = SimpleUploadedFile("../../box photo.png", png(), content_type="text/html")
+
+    answer = page.post(f"/agent/chats/{chat.pk}/files", {"file": upload}, headers=FETCH)
+
+    assert answer.json() == {"ok": True}
+    message = chat.messages.get(author=Message.Author.AGENT)
+    attachment = Attachment.objects.get()
+    assert message.type == "photo" and attachment.content_type == "image/png"
+    assert attachment.file_name == "box photo.png" and len(attachment.token) >= 43
+    assert message.payload == {
+        "file": f"{settings.PUBLIC_URL}/files/{attachment.token}/box%20photo.png",
+        "file_name": "box photo.png",
+        "file_size": len(png()),
+        "thumb": f"{settings.PUBLIC_URL}/files/{attachment.token}/thumb/box%20photo.png",
+    }
+    assert default_storage.exists(str(attachment.file.name))  # through the storage API
+    served = Browser().get(f"/files/{attachment.token}/box photo.png")  # no sign-in
+    assert served.status_code == 200 and body_of(served) == png()
+    assert served["Content-Type"] == "image/png"
+    assert served["X-Content-Type-Options"] == "nosniff"
+    assert "sandbox" in served["Content-Security-Policy"]
+    thumb = Browser().get(f"/files/{attachment.token}/thumb/box photo.png")
+    with Image.open(io.BytesIO(body_of(thumb))) as small:
+        assert small.size == (320, 160)
+
+
+def test_a_pdf_is_a_document_downloaded_not_shown(agent: Agent) -> None:
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile("invoice.pdf", PDF, content_type="application/pdf")
+    page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload, "text": "Your invoice"})
+
+    message = chat.messages.get(author=Message.Author.AGENT)
+    assert message.type == "document" and message.text == "Your invoice"
+    assert "thumb" not in message.payload
+    token = Attachment.objects.get().token
+    served = Browser().get(f"/files/{token}/invoice.pdf")
+    assert served["Content-Disposition"].startswith("attachment;")
+    assert Browser().get(f"/files/{token}/other.pdf").status_code == 404
+    assert Browser().get(f"/files/{'x' * 43}/invoice.pdf").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "why"),
+    [
+        ("logo.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><script>x</script></svg>', "kind"),
+        ("page.html", b"<!DOCTYPE html><script>alert(1)</script>", "kind"),
+        ("fake.png", b"<html><script>alert(1)</script></html>", "kind"),
+        ("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" + b"\x00" * 100, "kind"),
+        ("broken.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 50, "image"),
+        ("empty.txt", b"", "empty"),
+    ],
+)
+def test_what_cannot_be_sent_is_refused_and_nothing_is_kept(
+    agent: Agent, name: str, content: bytes, why: str, tmp_path: Path
+) -> None:
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile(name, content)
+    answer = page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload}, headers=FETCH)
+
+    assert answer.status_code == 400
+    message = answer.json()["error"]["message"]
+    assert {"kind": "cannot be sent", "image": "could not be read", "empty": "empty"}[
+        why
+    ] in message
+    assert not Attachment.objects.exists() and chat.messages.count() == 1
+    media = tmp_path / "media"
+    assert not media.exists() or not any(p.is_file() for p in media.rglob("*"))
+
+
+def test_size_and_kinds_are_settings(agent: Agent, settings: Any) -> None:
+    chat = my_chat(agent)
+    page = page_of(agent)
+    settings.AGENT_FILE_MAX_BYTES = 1000
+    big = SimpleUploadedFile("big.txt", b"a" * 1001)
+    answer = page.post(f"/agent/chats/{chat.pk}/files", {"file": big}, headers=FETCH)
+    assert answer.status_code == 400 and "larger than" in answer.json()["error"]["message"]
+    settings.AGENT_FILE_MAX_BYTES = 10_000
+    settings.AGENT_FILE_TYPES = ["pdf"]
+    notes = SimpleUploadedFile("notes.txt", b"plain words")
+    answer = page.post(f"/agent/chats/{chat.pk}/files", {"file": notes}, headers=FETCH)
+    assert "allowed: pdf" in answer.json()["error"]["message"]
+    assert not Attachment.objects.exists()
+
+
+def test_only_my_active_chat_takes_a_file(agent: Agent) -> None:
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
+    queued = services.post_client_message(client=client, content=text("hi")).chat
+    page = page_of(agent)
+    upload = SimpleUploadedFile("a.txt", b"words")
+    answer = page.post(f"/agent/chats/{queued.pk}/files", {"file": upload}, headers=FETCH)
+    assert answer.status_code == 400 and "press Reply" in answer.json()["error"]["message"]
+    stranger = page_of(AgentFactory.create())
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile("a.txt", b"words")
+    assert stranger.post(f"/agent/chats/{chat.pk}/files", {"file": upload}).status_code == 404
+    assert not Attachment.objects.exists()
+
+
+def test_the_agent_api_takes_a_multipart_file(agent: Agent) -> None:
+    chat = my_chat(agent)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=agent)}")
+    upload = SimpleUploadedFile("report.csv", b"a,b\n1,2\n")
+    answer = api.post(f"/api/agent/v1/chats/{chat.pk}/files", {"file": upload}, format="multipart")
+    assert answer.status_code == 201 and answer.json()["type"] == "document"
+    assert Attachment.objects.get().content_type == "text/csv"
+
+
+def test_sniffing_tells_kinds_by_their_bytes() -> None:
+    assert attachments.sniff(png()[:64], "x.jpg") == attachments.KINDS["png"]
+    assert attachments.sniff(b"PK\x03\x04rest", "sheet.xlsx") == attachments.KINDS["xlsx"]
+    assert attachments.sniff(b"PK\x03\x04rest", "a.zip") == attachments.KINDS["zip"]
+    assert attachments.sniff(b"\xef\xbb\xbfhello \xc3", "a.txt") == attachments.KINDS["txt"]
+    assert attachments.sniff(b"<?xml version='1.0'?><svg/>", "a.txt") is None
+    assert attachments.clean_name("C:\\evil\\..\\x<y>.pdf", attachments.KINDS["pdf"]) == "xy.pdf"
+    assert attachments.clean_name("noext", attachments.KINDS["png"]) == "noext.png"
+
+
+@pytest.fixture
+def integrator_server() -> Iterator[Target]:
+    server = Target("127.0.0.1").start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_file_reaches_a_chat_api_integrator_who_can_fetch_it(
+    celery_worker: Worker, integrator_server: Target, agent: Agent
+) -> None:
+    chat_api, _ = create_chat_api_channel(
+        name="App", webhook_url=integrator_server.url("/a3"), agents=[agent]
+    )
+    assert Integrator(chat_api).say("send me the photo", sender_id=77).status_code == 200
+    chat = Chat.objects.get()
+    services.accept_chat(chat=chat, agent=agent)
+    upload = SimpleUploadedFile("parcel.png", png(640, 480))
+
+    page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload, "text": "Here it is"})
+
+    [request] = integrator_server.wait_for(1, timeout=30)
+    body = json.loads(request.body)
+    message = body["message"]
+    assert body["recipient"] == {"id": 77}
+    assert message["type"] == "photo" and message["text"] == "Here it is"
+    assert (message["file_name"], message["file_size"]) == ("parcel.png", len(png(640, 480)))
+    assert message["thumb"].endswith("/thumb/parcel.png")
+    path = message["file"].split("://", 1)[1].split("/", 1)[1]
+    fetched = Browser().get(f"/{path}")
+    assert body_of(fetched) == png(640, 480)
+    wait_for(
+        lambda: Message.objects.get(type="photo").delivery_status == Message.Delivery.DELIVERED
+    )

@@ -1,0 +1,330 @@
+"""Chat transcripts by e-mail: what a finished chat mails, what it leaves out,
+the mail outbox's retries and failures, on a file backend and a real SMTP
+server (aiosmtpd), and the agent's on-demand transcript (docs/transcripts.md)."""
+
+from __future__ import annotations
+
+import email
+import socket
+from collections.abc import Iterator
+from datetime import timedelta
+from email.message import Message as MimeMessage
+from email.policy import default as default_policy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from django.core import mail as django_mail
+from django.test import Client as Browser
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from agents import mail, services
+from agents.content import Content
+from agents.models import Agent, Chat, Client, Mail, Message
+from agents.tasks import send_due_mails
+from agents.transcripts import TranscriptError, send_transcript
+from devhooks.services import read_accept_reply
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, MessageFactory, text
+
+pytestmark = pytest.mark.django_db
+
+EVIL = '<script>alert("x")</script>'
+
+
+@pytest.fixture
+def alice(db: None) -> Agent:
+    return AgentFactory.create(name="Alice Agent", is_online=True)
+
+
+def finished_chat(alice: Agent, *, email_address: str = "ann@example.com") -> Chat:
+    channel = ChannelFactory.create(agents=[alice], name="Acme shop")
+    client = ClientFactory.create(channel=channel, name=f"Ann {EVIL}", email=email_address)
+    chat = services.post_client_message(client=client, content=text(f"Hi {EVIL}")).chat
+    services.accept_chat(chat=chat, agent=alice)
+    services.post_agent_message(chat=chat, agent=alice, content=text("Hello Ann, how can I help?"))
+    photo = {"file": "https://files.example/box.jpg", "file_name": "box.jpg", "file_size": 20}
+    services.post_client_message(client=client, content=Content("photo", "the box", photo))
+    MessageFactory.create(  # an internal note
+        chat=chat, author=Message.Author.NOTE, agent=alice, text="SECRET NOTE: refund approved"
+    )
+    services.post_system_message(chat=chat, text="SYSTEM NOTE: bot unreachable")
+    crm_answer = {  # the CRM's answer to chat_accepted, as the delivery reads it
+        "result": "ok",
+        "contact_info": {"name": "Ann Lee", "phone": "+1 555 0100", "email": "ann.lee@crm.example"},
+    }
+    assert read_accept_reply(chat, crm_answer)
+    services.finish_chat(chat=chat, agent=alice)
+    return chat
+
+
+def parts(message: MimeMessage) -> dict[str, str]:
+    found = {}
+    for part in message.walk():
+        if part.get_content_type() in ("text/plain", "text/html"):
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)
+            found[part.get_content_type()] = payload.decode()
+    return found
+
+
+def send_all() -> None:
+    for item in Mail.objects.filter(status=Mail.Status.PENDING):
+        mail.send(item.pk)
+
+
+def test_a_finished_chat_mails_its_transcript_to_the_client(
+    alice: Agent, mailoutbox: list[Any]
+) -> None:
+    chat = finished_chat(alice)
+
+    [queued] = Mail.objects.all()
+    assert (queued.to, queued.status, queued.chat_id) == ("ann.lee@crm.example", "pending", chat.pk)
+    send_all()
+
+    [sent] = mailoutbox
+    assert sent.to == ["ann.lee@crm.example"] and sent.subject == "Your chat with Acme shop"
+    plain, (html, kind) = sent.body, sent.alternatives[0]
+    assert kind == "text/html"
+    for body in (plain, html):
+        assert "Acme shop" in body and "Alice Agent" in body
+        assert "Hello Ann, how can I help?" in body
+        assert "https://files.example/box.jpg" in body and "box.jpg" in body
+        assert "+1 555 0100" in body and "ann.lee@crm.example" in body  # the CRM's answer
+        assert "SECRET NOTE" not in body and "SYSTEM NOTE" not in body
+    assert EVIL in plain  # plain text is text
+    assert EVIL not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert Mail.objects.get().status == Mail.Status.SENT
+
+
+def test_no_address_or_transcripts_off_sends_nothing_but_the_archive_copy(
+    alice: Agent, settings: Any
+) -> None:
+    finished_without = ChannelFactory.create(agents=[alice])
+    client = ClientFactory.create(channel=finished_without, email="")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    services.finish_chat(chat=chat)
+    assert not Mail.objects.exists()
+
+    off = ChannelFactory.create(agents=[alice], send_transcripts=False)
+    client = ClientFactory.create(channel=off, email="bo@example.com")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    settings.TRANSCRIPT_ARCHIVE_EMAIL = "archive@acme.example"
+    services.finish_chat(chat=chat)
+    [archived] = Mail.objects.all()
+    assert archived.to == "archive@acme.example" and archived.subject.startswith("[archive]")
+
+
+def test_the_file_backend_writes_each_mail_under_var_mail(
+    alice: Agent, settings: Any, tmp_path: Path
+) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    settings.EMAIL_FILE_PATH = str(tmp_path / "mail")
+    finished_chat(alice)
+    send_all()
+
+    [written] = list((tmp_path / "mail").iterdir())
+    content = written.read_text()
+    assert "Subject: Your chat with Acme shop" in content and "text/html" in content
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.messages: list[MimeMessage] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.messages.append(email.message_from_bytes(envelope.content, policy=default_policy))
+        return "250 OK"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def smtp_server(settings: Any) -> Iterator[Inbox]:
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", controller.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    yield inbox
+    controller.stop()
+
+
+def test_a_real_smtp_server_receives_both_parts(alice: Agent, smtp_server: Inbox) -> None:
+    finished_chat(alice)
+    send_all()
+
+    [received] = smtp_server.messages
+    assert received["To"] == "ann.lee@crm.example"
+    found = parts(received)
+    assert set(found) == {"text/plain", "text/html"}
+    assert "Hello Ann, how can I help?" in found["text/plain"]
+    assert "&lt;script&gt;" in found["text/html"] and "SECRET NOTE" not in found["text/html"]
+
+
+def test_a_mail_that_fails_is_retried_then_shown_failed_and_can_be_sent_again(
+    alice: Agent, settings: Any, admin_client: Browser
+) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nobody listens
+    settings.MAIL_MAX_ATTEMPTS, settings.MAIL_RETRY_SECONDS = 3, 60
+    finished_chat(alice)
+    [queued] = Mail.objects.all()
+
+    assert mail.send(queued.pk) == "pending"
+    queued.refresh_from_db()
+    assert queued.attempts == 1 and "ConnectionRefusedError" in queued.last_error
+    assert queued.next_try_at > timezone.now() + timedelta(seconds=50)
+    assert send_due_mails() == 0  # not due yet: the pause holds
+    Mail.objects.filter(pk=queued.pk).update(next_try_at=timezone.now())
+    assert send_due_mails() == 1
+    queued.refresh_from_db()
+    assert queued.attempts == 2 and queued.status == Mail.Status.PENDING
+    assert queued.next_try_at > timezone.now() + timedelta(seconds=110)  # the pause doubled
+    Mail.objects.filter(pk=queued.pk).update(next_try_at=timezone.now())
+    send_due_mails()
+    queued.refresh_from_db()
+    assert (queued.attempts, queued.status) == (3, Mail.Status.FAILED)
+    assert send_due_mails() == 0  # a failed mail waits for a person
+
+    listed = admin_client.get("/admin/agents/mail/?status=failed").content.decode()
+    assert "ann.lee@crm.example" in listed and "ConnectionRefusedError" in listed
+    admin_client.post(
+        "/admin/agents/mail/", {"action": "send_again", "_selected_action": [queued.pk]}
+    )
+    queued.refresh_from_db()
+    assert (queued.status, queued.attempts) == (Mail.Status.PENDING, 0)
+
+
+def test_an_agent_sends_a_transcript_on_demand(alice: Agent, mailoutbox: list[Any]) -> None:
+    chat = finished_chat(alice)
+    Mail.objects.all().delete()
+    page = Browser()
+    page.force_login(alice)
+    fetch = {"X-Requested-With": "fetch"}
+
+    sent = page.post(
+        f"/agent/chats/{chat.pk}/transcript", {"to": "boss@acme.example"}, headers=fetch
+    )
+    assert sent.json() == {
+        "ok": True,
+        "message": "The transcript is on its way to boss@acme.example.",
+    }
+    refused = page.post(
+        f"/agent/chats/{chat.pk}/transcript", {"to": "not an address"}, headers=fetch
+    )
+    assert (
+        refused.status_code == 400 and "not an e-mail address" in refused.json()["error"]["message"]
+    )
+    to_client = page.post(f"/agent/chats/{chat.pk}/transcript", {"to": ""})
+    assert to_client.status_code == 302
+
+    assert list(Mail.objects.order_by("id").values_list("to", flat=True)) == [
+        "boss@acme.example",
+        "ann.lee@crm.example",
+    ]
+    html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    assert 'data-testid="send-transcript"' in html
+
+
+def test_the_agent_api_sends_a_transcript(alice: Agent) -> None:
+    from agents.tokens import issue_token
+
+    chat = finished_chat(alice, email_address="")
+    Chat.objects.filter(pk=chat.pk).update(contact_info={})  # nor did the CRM give one
+    Client.objects.filter(pk=chat.client_id).update(email="")
+    Mail.objects.all().delete()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=alice)}")
+
+    nobody = api.post(f"/api/agent/v1/chats/{chat.pk}/transcript", {}, format="json")
+    assert nobody.status_code == 400 and "no e-mail address" in nobody.json()["error"]["message"]
+    sent = api.post(
+        f"/api/agent/v1/chats/{chat.pk}/transcript", {"to": "me@acme.example"}, format="json"
+    )
+    assert sent.status_code == 200 and sent.json() == {"to": "me@acme.example", "status": "pending"}
+    other = AgentFactory.create()
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=other)}")
+    assert stranger.post(f"/api/agent/v1/chats/{chat.pk}/transcript", {}).status_code == 404
+    assert Mail.objects.count() == 1
+    assert django_mail.outbox == []  # queued, sent by the worker
+
+
+def test_a_client_blacklisted_in_the_chat_is_mailed_nothing_but_the_archive_is(
+    alice: Agent, settings: Any
+) -> None:
+    settings.TRANSCRIPT_ARCHIVE_EMAIL = "archive@acme.example"
+    channel = ChannelFactory.create(agents=[alice])
+    client = ClientFactory.create(channel=channel, email="troll@example.com")
+    chat = services.post_client_message(client=client, content=text("rude words")).chat
+
+    services.blacklist_client(chat=chat, agent=alice)
+
+    assert [m.to for m in Mail.objects.all()] == ["archive@acme.example"]
+
+
+def test_an_address_smtp_cannot_carry_mails_nothing_and_the_chat_still_finishes(
+    alice: Agent,
+) -> None:
+    channel = ChannelFactory.create(agents=[alice])
+    too_long = "a" * 64 + "@" + ".".join(["b" * 60] * 3) + ".example"  # 255: valid, > 254
+    client = ClientFactory.create(channel=channel, email=too_long)
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+
+    services.finish_chat(chat=chat)
+
+    assert Chat.objects.get(pk=chat.pk).state == Chat.State.FINISHED
+    assert not Mail.objects.exists()
+    with pytest.raises(TranscriptError):
+        send_transcript(chat=chat)
+
+
+def test_a_crm_address_that_is_none_falls_back_to_the_clients_own(alice: Agent) -> None:
+    channel = ChannelFactory.create(agents=[alice])
+    client = ClientFactory.create(channel=channel, email="own@example.com")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    Chat.objects.filter(pk=chat.pk).update(contact_info={"email": "not an address"})
+
+    services.finish_chat(chat=chat)
+
+    assert [m.to for m in Mail.objects.all()] == ["own@example.com"]
+
+
+def test_a_mail_that_cannot_be_built_fails_at_once_and_the_others_still_go(
+    alice: Agent, mailoutbox: list[Any]
+) -> None:
+    broken = Mail.objects.create(
+        to="ann@example.com\nBcc: eve@example.com", subject="x", text="injected?"
+    )
+    good = Mail.objects.create(to="bo@example.com", subject="y", text="fine")
+
+    assert send_due_mails() == 2
+
+    broken.refresh_from_db()
+    assert (broken.status, broken.attempts) == (Mail.Status.FAILED, 1)
+    assert "BadHeaderError" in broken.last_error or "ValueError" in broken.last_error
+    assert Mail.objects.get(pk=good.pk).status == Mail.Status.SENT
+    assert [m.to for m in mailoutbox] == [["bo@example.com"]]
+
+
+def test_a_channel_name_on_two_lines_still_makes_a_one_line_subject(
+    alice: Agent, mailoutbox: list[Any]
+) -> None:
+    channel = ChannelFactory.create(agents=[alice], name="Acme\nBcc: eve@example.com")
+    client = ClientFactory.create(channel=channel, email="ann@example.com")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    services.finish_chat(chat=chat)
+
+    send_all()
+
+    [sent] = mailoutbox
+    assert sent.subject == "Your chat with Acme Bcc: eve@example.com" and sent.to == [
+        "ann@example.com"
+    ]

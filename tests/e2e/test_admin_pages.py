@@ -1,0 +1,120 @@
+"""The admin in a real browser: the delivery log readable on a 1366 px
+screen (no sideways scroll, status, tries and the last error first) and
+usable on a 375 px phone; its screenshot for the README."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from channels_api.services import create_chat_api_channel
+from delivery import services
+from delivery.models import Delivery
+from tests.delivery.target import Reply, Target, drive, send
+from tests.factories import AgentFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "agent-password"  # tests.factories.AgentFactory
+SIZES = {"laptop": {"width": 1366, "height": 800}, "phone": {"width": 375, "height": 740}}
+
+
+@pytest.fixture(params=sorted(SIZES))
+def size(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def admin_page(chromium: Browser, web_process: Any, size: str) -> Iterator[Page]:
+    AgentFactory.create(email="admin@example.com", is_staff=True, is_superuser=True)
+    context = chromium.new_context(viewport=SIZES[size], base_url=web_process.url)  # type: ignore[arg-type]
+    page = context.new_page()
+    page.goto("/admin/login/")
+    page.locator("#id_username").fill("admin@example.com")
+    page.locator("#id_password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#site-name")).to_contain_text("Switchboard admin")
+    yield page
+    context.close()
+
+
+def test_the_delivery_log_reads_on_a_laptop_and_a_phone(
+    admin_page: Page, target: Target, size: str, screenshots: Path
+) -> None:
+    endpoint, _secret = services.create_endpoint(url=target.url("/crm/a-rather-long/path"))
+    # A long error with a long unbroken word: the list must wrap it, not widen.
+    message = "upstream proxy timed out while reading the answer " * 6 + "x" * 120
+    error = {"error": {"code": "upstream_timeout", "message": message}}
+    target.respond(lambda request, index: Reply(502, json.dumps(error)))
+    for number, event in enumerate(("chat_accepted", "chat_finished", "chat_updated")):
+        delivery = send(
+            endpoint,
+            {"text": "hi"},
+            event=event,
+            policy="chat_api_message",
+            subject=f"chat:{number}",
+        )
+        drive(delivery)
+    assert Delivery.objects.filter(status=Delivery.Status.FAILED).count() == 3
+
+    admin_page.goto("/admin/delivery/delivery/")
+    expect(admin_page.locator("h1")).to_have_text("Delivery log")
+    expect(admin_page.locator(".paginator")).to_contain_text("3 deliveries")
+    headers = admin_page.locator("#result_list thead th").all_inner_texts()
+    assert [h.strip().lower() for h in headers[1:4]] == ["status", "tries", "last error"]
+    expect(admin_page.locator("td.field-tries").first).to_have_text("3")
+    last_error = admin_page.locator("td.field-last_error_short span").first
+    expect(last_error).to_contain_text("upstream_timeout: upstream proxy timed out")
+    # The list shows the start; the whole error is on hover (and on the row's page).
+    expect(last_error).to_have_attribute("title", f"upstream_timeout: {message}")
+    expect(admin_page.locator("td.field-event_subject").first).to_contain_text("chat:2")
+    if size == "laptop":
+        # Nothing scrolls sideways: not the page, nor the box Django puts the table in.
+        assert admin_page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        box = admin_page.evaluate(
+            """() => {
+                const results = document.querySelector("#changelist-form .results");
+                return {scroll: results.scrollWidth, client: results.clientWidth,
+                        table: document.querySelector("#result_list").offsetWidth};
+            }"""
+        )
+        assert box["scroll"] <= box["client"] and box["table"] <= box["client"], box
+        admin_page.screenshot(path=screenshots / "admin-delivery-log.png", full_page=True)
+    else:  # the table scrolls inside its box; the page itself does not
+        assert admin_page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    # A row opens read-only, with the whole last error.
+    admin_page.locator("#result_list tbody a").first.click()
+    expect(admin_page.locator(".field-last_error")).to_contain_text("x" * 120)
+    expect(admin_page.locator("input[name=_save]")).to_have_count(0)
+    expect(admin_page.locator(".deletelink")).to_have_count(0)
+
+
+@pytest.mark.parametrize("size", ["laptop"])
+def test_the_agent_picker_has_its_label_beside_it(admin_page: Page) -> None:
+    chat_api, _ = create_chat_api_channel(name="App", webhook_url="http://127.0.0.1:9/x")
+    AgentFactory.create(name="Alice Agent")
+    for url in (
+        "/admin/channels_api/chatapichannel/add/",
+        f"/admin/channels_api/chatapichannel/{chat_api.pk}/change/",
+        "/admin/devhooks/widgetchannel/add/",
+        f"/admin/agents/channel/{chat_api.channel.pk}/change/",
+    ):
+        admin_page.goto(url)
+        row = admin_page.locator(".form-row.field-agents")
+        label, picker = row.get_by_text("Agents:", exact=True), row.locator(".selector")
+        expect(picker).to_be_visible()
+        label_box, picker_box = label.bounding_box(), picker.bounding_box()
+        assert label_box is not None and picker_box is not None
+        # On the picker's left, level with its top.
+        assert label_box["x"] + label_box["width"] <= picker_box["x"], url
+        assert abs(label_box["y"] - picker_box["y"]) < 20, url
+        # Tied to it: a click on the label goes to the list of agents to pick from.
+        label.click()
+        expect(admin_page.locator("#id_agents_from")).to_be_focused()
+        expect(admin_page.locator("#id_agents_from")).to_contain_text("Alice Agent")
+        expect(admin_page.locator("#id_agents_from")).not_to_contain_text("admin@example.com")
