@@ -163,7 +163,7 @@ def test_an_agents_day(
 
 
 def test_phone_layout(
-    chromium: Browser, web_process: Any, chat_api: ChatApiChannel, alice: Agent, screenshots: Path
+    chromium: Browser, web_process: Any, chat_api: ChatApiChannel, alice: Agent
 ) -> None:
     context = chromium.new_context(
         viewport={"width": 390, "height": 844}, base_url=web_process.url, is_mobile=True
@@ -176,7 +176,6 @@ def test_phone_layout(
     page.get_by_test_id("queued-chat").click()
     expect(page.locator(".msg-client")).to_contain_text("Hi from my phone")
     expect(page.locator(".lists")).to_be_hidden()
-    page.screenshot(path=screenshots / "phone.png")
     page.locator(".back").click()
     expect(page.get_by_test_id("queued-chat")).to_be_visible()
     context.close()
