@@ -25,7 +25,10 @@ from agents.content import Content
 from agents.models import Agent, Chat, Client, Mail, Message
 from agents.tasks import send_due_mails
 from agents.transcripts import TranscriptError, send_transcript
+from devhooks import widgets
 from devhooks.services import read_accept_reply
+from tests.bots.conftest import BotSetup
+from tests.channels_api.conftest import Integrator
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, MessageFactory, text
 
 pytestmark = pytest.mark.django_db
@@ -328,3 +331,35 @@ def test_a_channel_name_on_two_lines_still_makes_a_one_line_subject(
     assert sent.subject == "Your chat with Acme Bcc: eve@example.com" and sent.to == [
         "ann@example.com"
     ]
+
+
+# --- the client's address, from every channel ------------------------------------
+
+
+def test_a_chat_api_senders_address_gets_the_transcript(integrator: Integrator) -> None:
+    integrator.say("hello", sender_id="u-7", email="ann@example.com")
+
+    services.finish_chat(chat=Chat.objects.get())
+
+    assert [m.to for m in Mail.objects.all()] == ["ann@example.com"]
+
+
+def test_an_address_a_bot_collected_gets_the_transcript(bot: BotSetup) -> None:
+    chat = bot.say("my mail?")
+    info = {"event": "CLIENT_INFO", "client_id": str(chat.client_id), "chat_id": str(chat.pk)}
+    assert bot.b2({**info, "email": "bo@example.com"}).status_code == 200
+
+    services.finish_chat(chat=Chat.objects.get(pk=chat.pk))
+
+    assert [m.to for m in Mail.objects.all()] == ["bo@example.com"]
+
+
+def test_an_address_from_the_widgets_contact_form_gets_the_transcript(alice: Agent) -> None:
+    widget = widgets.create_widget_channel(name="Site", agent_emails=[alice.email])
+    visitor, _token = widgets.new_visitor(widget, {})
+    chat = widgets.send_message(widget, visitor, "hi").chat
+    widgets.set_contact(visitor, {"name": "Cy", "email": "cy@example.com"})
+
+    services.finish_chat(chat=Chat.objects.get(pk=chat.pk))
+
+    assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
