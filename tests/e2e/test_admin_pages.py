@@ -5,6 +5,7 @@ usable on a 375 px phone; its screenshot for the README."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,25 @@ def test_the_agent_picker_has_its_label_beside_it(admin_page: Page) -> None:
         expect(admin_page.locator("#id_agents_from")).to_be_focused()
         expect(admin_page.locator("#id_agents_from")).to_contain_text("Alice Agent")
         expect(admin_page.locator("#id_agents_from")).not_to_contain_text("admin@example.com")
+
+
+def test_the_admin_is_the_services_with_its_names_and_one_place_per_channel_kind(
+    admin_page: Page, size: str
+) -> None:
+    admin_page.goto("/admin/")
+    expect(admin_page).to_have_title(re.compile(r"\| Switchboard admin$"))
+    icon = admin_page.locator('link[rel="icon"]')
+    assert admin_page.request.get(icon.get_attribute("href") or "").ok  # the favicon is served
+    content = admin_page.locator("#content-main")
+    for name in ("Delivery log", "API tokens", "Chat API channels", "Website widgets"):
+        expect(content.get_by_role("link", name=name, exact=True)).to_be_visible()
+    expect(content.get_by_role("link", name="Groups")).to_have_count(0)
+    # Channels of every kind are listed in one place but made where their kind is.
+    admin_page.goto("/admin/agents/channel/")
+    expect(admin_page.get_by_role("link", name="Add channel")).to_have_count(0)
+    admin_page.goto("/admin/channels_api/chatapichannel/add/")
+    expect(admin_page.get_by_text("Webhook URL", exact=False).first).to_be_visible()
+    if size == "laptop":  # the page does not scroll sideways
+        assert admin_page.evaluate(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )

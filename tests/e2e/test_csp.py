@@ -166,6 +166,11 @@ def test_swagger_ui_renders_its_operations_under_the_policy(browser: Watched, st
     expect(page.locator(".opblock").first).to_be_visible(timeout=10_000)
     paths = page.locator(".opblock-summary-path").all_inner_texts()
     assert any(path.endswith("/chats/{chat_id}/accept") for path in paths), paths
+    # The Chat Channel API beside it: A1, A2 and the A3 request the integrator receives.
+    summaries = " ".join(page.locator(".opblock-summary-description").all_inner_texts())
+    for a in ("A1:", "A2:", "A3"):
+        assert a in summaries, (a, summaries)
+    assert any(path.endswith("/{public_id}/status") for path in paths), paths
     browser.assert_clean("swagger ui")
 
 

@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from agents import services
 from agents.content import Content
-from agents.models import Agent, Chat, Client, Message
+from agents.models import Agent, CannedReply, Chat, Client, Department, Message
 from channels_api.models import ChatApiChannel
 from delivery.models import Delivery
 from tests.e2e.test_agent_pages import sign_in
@@ -256,6 +256,11 @@ def test_an_image_that_cannot_load_shows_a_file_card_and_a_cut_text_says_so(
     expect(card).to_contain_text("receipt.png")
     expect(page.locator(".msg a.image")).to_be_hidden()
     expect(page.get_by_test_id("cut-note")).to_contain_text("1400 characters")
+    # Icons are inline SVG (a machine without an emoji font shows them too).
+    expect(card.locator("svg")).to_have_count(1)
+    assert page.locator("header svg, .chat-head svg").count() > 0
+    emoji = re.compile("[\U0001f300-\U0001faff\u2b50\u2b55\u23f0-\u23fa]")
+    assert not emoji.search(page.locator("body").inner_text())
 
 
 def test_the_empty_pane_follows_the_agents_status(
@@ -456,11 +461,36 @@ def test_a_note_and_a_transfer_with_the_client_never_told(
     expect(page.get_by_test_id("transfer")).to_have_count(0)
 
 
+def test_a_transfer_to_a_department_puts_the_chat_back_in_the_queue(
+    page: Page, alice: Agent, chat_api: ChatApiChannel, size: str
+) -> None:
+    Department.objects.create(name="Billing")
+    chat = customer(chat_api, "Ann Lee", "a question about my invoice")
+    services.accept_chat(chat=chat, agent=alice)
+    sign_in(page)
+    page.goto(f"/agent/chats/{chat.pk}/")
+
+    page.get_by_test_id("transfer").click()
+    page.get_by_label("Hand this chat to").select_option(label="Billing")
+    page.get_by_label("Note for them (only agents see it)").fill("Invoice 2026-114")
+    page.get_by_test_id("transfer-submit").click()
+
+    expect(page.locator("#composer")).to_have_count(0, timeout=LIVE)  # no longer mine
+    expect(page.get_by_test_id("reply")).to_be_visible()  # queued: anyone may take it
+    chat.refresh_from_db()
+    assert (chat.state, chat.department and chat.department.name) == ("queued", "Billing")
+    expect(page.locator(".msg-note").last).to_contain_text("Invoice 2026-114")
+    if size == "phone":
+        page.locator(".back").click()
+    expect(page.get_by_test_id("queued-chat").filter(has_text="Ann Lee")).to_contain_text("Billing")
+
+
 def test_canned_replies_from_the_reply_box_and_the_settings_page(
     page: Page, alice: Agent, chat_api: ChatApiChannel, size: str, screenshots: Path
 ) -> None:
     chat = customer(chat_api, "Ann Lee", "hello?")
     services.accept_chat(chat=chat, agent=alice)
+    CannedReply.objects.create(shortcut="goodbye", text="Bye {client.name}!")  # shared (admins')
     sign_in(page)
 
     # Alice keeps a personal reply with a placeholder.
@@ -468,7 +498,11 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     page.get_by_label("Shortcut").fill("greeting")
     page.get_by_label("Text").fill("Hi {client.name}, thanks for waiting!")
     page.get_by_role("button", name="Add reply").click()
-    expect(page.get_by_test_id("canned-reply")).to_contain_text("/greeting")
+    rows = page.get_by_test_id("canned-reply")
+    expect(rows.filter(has_text="/greeting")).to_contain_text("Only me")
+    shared_row = rows.filter(has_text="/goodbye")  # an admin's: listed, not Alice's to change
+    expect(shared_row).to_contain_text("Everyone")
+    expect(shared_row.get_by_role("link", name="Edit /goodbye")).to_have_count(0)
 
     # In the chat, "/gre" lists it; the keyboard picks it; Enter then sends.
     page.goto(f"/agent/chats/{chat.pk}/")
@@ -478,6 +512,7 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     option = page.get_by_test_id("canned-option").first
     expect(option).to_contain_text("/greeting")
     expect(box).to_have_attribute("aria-expanded", "true")
+    expect(option).to_contain_text("mine")
     page.screenshot(path=screenshots / f"canned-replies{'-phone' if size == 'phone' else ''}.png")
     page.keyboard.press("ArrowDown")  # one option: stays on it
     page.keyboard.press("Enter")
@@ -487,6 +522,14 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     expect(page.locator(".msg-agent")).to_contain_text(
         "Hi Ann Lee, thanks for waiting!", timeout=LIVE
     )
+    # The shared one is everyone's: listed, not "mine", its placeholder filled too.
+    box.press_sequentially("/good")
+    shared = page.get_by_test_id("canned-option").first
+    expect(shared).to_contain_text("/goodbye")
+    expect(shared).not_to_contain_text("mine")
+    page.keyboard.press("Enter")
+    expect(box).to_have_value("Bye Ann Lee!")
+    box.fill("")
 
     # Settings: name, photo, a new token shown once.
     page.goto("/agent/settings/")
