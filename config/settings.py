@@ -256,7 +256,8 @@ else:
     # kombu's filesystem transport, writing each message whole (config/broker.py).
     from config.broker import ALIAS as _BROKER_ALIAS
 
-    CELERY_BROKER_URL = f"{_BROKER_ALIAS}://"
+    # "localhost": a host of no meaning here; without one kombu warns at every connection.
+    CELERY_BROKER_URL = f"{_BROKER_ALIAS}://localhost//"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),

@@ -31,7 +31,7 @@ def target() -> Iterator[Target]:
 
 def test_the_cache_never_lives_in_the_brokers_redis_database() -> None:
     if not settings.REDIS_URL:
-        assert settings.CELERY_BROKER_URL == "switchboard-filesystem://"
+        assert settings.CELERY_BROKER_URL == "switchboard-filesystem://localhost//"
         assert settings.CACHES["default"]["BACKEND"].endswith("FileBasedCache")
         return
     cache_database = redis_database(settings.CACHES["default"]["LOCATION"])
