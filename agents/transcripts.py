@@ -19,7 +19,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.template.loader import render_to_string
 
-from agents import events, mail
+from agents import events, mail, ratelimit
 from agents.content import MEDIA_TYPES, is_http_url
 from agents.models import Agent, Chat, Mail, Message
 from agents.services import ServiceError
@@ -29,6 +29,12 @@ SHOWN_AUTHORS = (Message.Author.CLIENT, Message.Author.AGENT, Message.Author.BOT
 
 class TranscriptError(ServiceError):
     """A transcript that cannot be sent (no address, a malformed one)."""
+
+
+class TooManyTranscripts(TranscriptError):
+    """An agent mailed as many transcripts to typed addresses as an hour allows."""
+
+    code = "too_many_requests"
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,14 @@ def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> 
     if not to.strip() and not client_email(chat):
         raise TranscriptError("the client gave no e-mail address: type one")
     address = _checked_address(to or client_email(chat))
+    typed = address.lower() != client_email(chat).lower()
+    if typed and agent is not None:
+        limit = settings.TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR
+        if not ratelimit.admit(key=f"transcript-typed:{agent.pk}", limit=limit, window=3600):
+            raise TooManyTranscripts(
+                f"you mailed {limit} transcripts to typed addresses in the last hour: "
+                "try again later"
+            )
     subject, text, html = render(chat)
     return mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
 

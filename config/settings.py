@@ -314,6 +314,11 @@ EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT_SECONDS", default=10)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Switchboard <switchboard@localhost>")
 # A copy of every transcript goes here too, when set (an archive mailbox).
 TRANSCRIPT_ARCHIVE_EMAIL = env.str("TRANSCRIPT_ARCHIVE_EMAIL", default="")
+# Transcripts one agent may mail to addresses they type, per hour (the service
+# is no open relay for whoever holds an agent's login or token).
+TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR = env.int(
+    "TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR", default=20
+)
 # Sends a mail may take before it is marked failed, and the first pause
 # between them (doubled after each failure).
 MAIL_MAX_ATTEMPTS = env.int("MAIL_MAX_ATTEMPTS", default=5)

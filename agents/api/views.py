@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -266,9 +266,12 @@ class TranscriptView(AgentView):
         body = TranscriptIn(data=request.data)
         body.is_valid(raise_exception=True)
         chat = self.chat(request, chat_id)
-        mail = transcripts.send_transcript(
-            chat=chat, to=body.validated_data["to"], agent=self.agent(request)
-        )
+        try:
+            mail = transcripts.send_transcript(
+                chat=chat, to=body.validated_data["to"], agent=self.agent(request)
+            )
+        except transcripts.TooManyTranscripts as error:
+            raise exceptions.Throttled(detail=error.message) from None
         return Response({"to": mail.to, "status": mail.status})
 
 

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from aiosmtpd.controller import Controller
 from django.core import mail as django_mail
 from django.test import Client as Browser
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents import mail, services
+from agents import mail, ratelimit, services
 from agents.content import Content
 from agents.models import Agent, Chat, Client, Mail, Message
 from agents.tasks import send_due_mails
@@ -363,3 +364,35 @@ def test_an_address_from_the_widgets_contact_form_gets_the_transcript(alice: Age
     services.finish_chat(chat=Chat.objects.get(pk=chat.pk))
 
     assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
+
+
+def forget_rate(key: str) -> None:
+    """A Redis counter outlives the test database: start this key afresh."""
+    if ratelimit.redis_url():
+        store = redis.Redis.from_url(ratelimit.redis_url())
+        for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
+            store.delete(name)
+
+
+def test_transcripts_to_typed_addresses_are_limited_per_agent(alice: Agent, settings: Any) -> None:
+    from agents.tokens import issue_token
+
+    settings.TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR = 2
+    forget_rate(f"transcript-typed:{alice.pk}")
+    chat = finished_chat(alice)  # the client's address: ann.lee@crm.example (the CRM's)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=alice)}")
+    url = f"/api/agent/v1/chats/{chat.pk}/transcript"
+
+    for n in range(2):
+        assert api.post(url, {"to": f"me{n}@acme.example"}, format="json").status_code == 200
+    refused = api.post(url, {"to": "me3@acme.example"}, format="json")
+
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_requests"
+    assert "try again later" in refused.json()["error"]["message"]
+    page = Browser()
+    page.force_login(alice)
+    page.post(f"/agent/chats/{chat.pk}/transcript", {"to": "me4@acme.example"})
+    assert not Mail.objects.filter(to__in=["me3@acme.example", "me4@acme.example"]).exists()
+    # The client's own address is not counted: it is no relay to anyone.
+    assert api.post(url, {}, format="json").status_code == 200
