@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import ipaddress
-import json
 import logging
 from collections.abc import Callable
 from functools import cache
@@ -25,6 +24,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents import ratelimit
+from agents.api.parsers import Unstorable, loads
 from agents.models import Client
 from agents.streams import newest_event_id
 from config.api_errors import error_response, not_json
@@ -234,36 +234,14 @@ def _body(request: HttpRequest) -> tuple[dict[str, Any] | None, str]:
     if too_big or len(request.body) > MAX_BODY:  # the first refuses before reading
         return None, TOO_BIG
     try:
-        body = json.loads(request.body or b"{}")
-    except RecursionError:
-        return None, not_json("it is nested too deeply")
-    except ValueError as error:  # UnicodeDecodeError is a ValueError
+        body = loads(request.body or b"{}", refuse_unstorable=True)
+    except Unstorable as error:
+        return None, str(error)
+    except ValueError as error:
         return None, not_json(error)
     if not isinstance(body, dict):
         return None, not_json("send a JSON object")
-    if not _storable(body):
-        return None, "a text holds a NUL character or half of a surrogate pair"
     return body, ""
-
-
-def _storable(value: Any) -> bool:
-    """Every string in ``value`` is valid UTF-8 text without NUL."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            if "\x00" in item:
-                return False
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-    return True
 
 
 @csrf_exempt  # no cookie is read: the visitor's token in the body is the credential
