@@ -53,17 +53,34 @@ def chat_for_agent(*, agent: Agent, chat_id: int) -> Chat:
     return chats_for_agent(agent=agent).get(pk=chat_id)
 
 
+# What a blacklisted client wrote after the blacklisting carries this payload
+# key (agents.services._keep_blacklisted_message): kept, for no agent's eyes.
+HIDDEN = Q(payload__has_key="blacklisted")
+
+
+def shown(messages: QuerySet[Message]) -> QuerySet[Message]:
+    """``messages`` without the hidden ones: the pages, the API, transcripts."""
+    return messages.exclude(HIDDEN)
+
+
 def messages_of(*, chat: Chat) -> QuerySet[Message]:
-    """What agents see of a chat: all but what a blacklisted client wrote
-    after the blacklisting (kept, but for no agent's eyes)."""
-    shown = chat.messages.exclude(payload__has_key="blacklisted")
-    return shown.select_related("agent").order_by("created", "id")
+    """What agents see of a chat."""
+    return shown(chat.messages.select_related("agent")).order_by("created", "id")
+
+
+def agents_of(chat: Chat) -> list[Agent]:
+    """Everyone who answered the chat: its agent now, and those who wrote in
+    it or handed it on before a transfer (the transfer's system note names
+    them; an agent who only left an internal note is not one of them)."""
+    took_part = Q(chats=chat) | Q(
+        messages__chat=chat, messages__author__in=(Message.Author.AGENT, Message.Author.SYSTEM)
+    )
+    return list(Agent.objects.filter(took_part).distinct().order_by("pk"))
 
 
 def _with_first_message(chats: QuerySet[Chat]) -> QuerySet[Chat]:
-    first = Message.objects.filter(chat=OuterRef("pk"), author=Message.Author.CLIENT).order_by(
-        "created", "id"
-    )
+    first = shown(Message.objects.filter(chat=OuterRef("pk"), author=Message.Author.CLIENT))
+    first = first.order_by("created", "id")
     return chats.annotate(first_message=Subquery(first.values("text")[:1]))
 
 
@@ -130,7 +147,7 @@ def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
     """The history of my channels, newest first; search by client name, email or text."""
     chats = chats_for_agent(agent=agent, state=Chat.State.FINISHED).order_by("-finished_at", "-id")
     if search:
-        matching = Message.objects.filter(chat=OuterRef("pk"), text__icontains=search)
+        matching = shown(Message.objects.filter(chat=OuterRef("pk"), text__icontains=search))
         chats = chats.filter(
             Q(client__name__icontains=search)
             | Q(client__email__icontains=search)
@@ -188,7 +205,9 @@ def earlier_chats(*, chat: Chat, agent: Agent, limit: int = 10) -> list[Chat]:
         .exclude(pk=chat.pk)
         .annotate(
             message_count=Count(
-                "messages", filter=~Q(messages__author__in=(Message.Author.SYSTEM,))
+                "messages",
+                filter=~Q(messages__author=Message.Author.SYSTEM)
+                & ~Q(messages__payload__has_key="blacklisted"),
             )
         )
         .order_by("-created", "-id")

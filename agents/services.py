@@ -81,6 +81,13 @@ def _next_visitor_number() -> int:
     return Counter.objects.get(name=VISITOR_COUNTER).value
 
 
+def _lock_client(client_id: int) -> datetime | None:
+    """Lock the client's row (always before a chat of its: one order, no
+    deadlock) and return when it was blacklisted, as committed now."""
+    locked = Client.objects.select_for_update().filter(pk=client_id)
+    return locked.values_list("blacklisted_at", flat=True).get()
+
+
 def _open_chat_of(client: Client, *, lock: bool = False) -> Chat | None:
     chats = Chat.objects.filter(client=client, state__in=Chat.OPEN_STATES)
     # Locked, a chat finished meanwhile is seen finished (and a new one opens)
@@ -205,7 +212,11 @@ def post_client_message(
     else in the queue; ``open_state`` overrides that. ``department`` is the
     one the client chose, for a chat it opens.
     """
-    if client.is_blacklisted:
+    # Read under the client's lock: a blacklisting that commits meanwhile is
+    # seen here, not after this message opened a chat.
+    blacklisted_at = _lock_client(client.pk)
+    if blacklisted_at is not None:
+        client.blacklisted_at = blacklisted_at
         return _keep_blacklisted_message(client, content, external_id)
     chat = _open_chat_of(client, lock=True)
     if chat is None:
@@ -504,6 +515,7 @@ def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = ""
     chat is finished (its ``chat_finished`` says ``blacklisted``), and from
     now on the client's messages are kept but open no chat and reach no
     agent, bot or webhook, until an agent or an admin lifts it."""
+    _lock_client(chat.client_id)  # first, as post_client_message takes them
     chat = _lock(chat)
     Client.objects.filter(pk=chat.client_id).update(
         blacklisted_at=timezone.now(), blacklist_reason=reason[:500], blacklisted_by=agent

@@ -19,7 +19,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.template.loader import render_to_string
 
-from agents import events, mail, ratelimit
+from agents import events, mail, ratelimit, selectors
 from agents.content import MEDIA_TYPES, is_http_url
 from agents.models import Agent, Chat, Mail, Message
 from agents.services import ServiceError
@@ -101,15 +101,15 @@ def _line(message: Message, client_name: str) -> Line:
 
 def render(chat: Chat) -> tuple[str, str, str]:
     """The transcript's subject, plain text and HTML (every value escaped)."""
-    shown = chat.messages.select_related("agent").filter(author__in=SHOWN_AUTHORS)
+    shown = selectors.messages_of(chat=chat).filter(author__in=SHOWN_AUTHORS)
     client_name = chat.client.display_name
     context = {
         "chat": chat,
         "channel": chat.channel.name,
         "client_name": client_name,
         "details": contact_details(chat),
-        "lines": [_line(m, client_name) for m in shown.order_by("created", "id")],
-        "agents": ", ".join(a.name for a in chat.agents.all()),
+        "lines": [_line(m, client_name) for m in shown],
+        "agents": ", ".join(a.name for a in selectors.agents_of(chat)),
     }
     subject = " ".join(f"Your chat with {chat.channel.name}".split())  # one line, whatever the name
     text = render_to_string("agents/mail/transcript.txt", context)

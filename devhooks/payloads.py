@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
-
+from agents import selectors
 from agents.content import MEDIA_TYPES
 from agents.models import Agent, Call, Channel, Chat, Client, Message, OfflineMessage
 
@@ -154,21 +153,11 @@ def log_item(message: Message) -> dict[str, Any]:
     return item
 
 
-def agents_of(chat: Chat) -> list[Agent]:
-    """Everyone who answered the chat: its agent now, and those who wrote in
-    it or handed it on before a transfer (the transfer's system note names
-    them; an agent who only left an internal note is not one of them)."""
-    took_part = Q(chats=chat) | Q(
-        messages__chat=chat, messages__author__in=(Message.Author.AGENT, Message.Author.SYSTEM)
-    )
-    return list(Agent.objects.filter(took_part).distinct().order_by("pk"))
-
-
 def chat_finished(chat: Chat) -> dict[str, Any]:
     """The log holds the client's and the agents' messages; bot and system
     messages have no place in the spec's ``visitor | agent`` items."""
     body = _chat_common("chat_finished", chat)
-    body["agents"] = [agent(person) for person in agents_of(chat)]
+    body["agents"] = [agent(person) for person in selectors.agents_of(chat)]
     body = _session_and_page(body, chat)
     log = chat.messages.filter(author__in=(Message.Author.CLIENT, Message.Author.AGENT))
     body["chat"] = {

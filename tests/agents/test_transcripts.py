@@ -396,3 +396,20 @@ def test_transcripts_to_typed_addresses_are_limited_per_agent(alice: Agent, sett
     assert not Mail.objects.filter(to__in=["me3@acme.example", "me4@acme.example"]).exists()
     # The client's own address is not counted: it is no relay to anyone.
     assert api.post(url, {}, format="json").status_code == 200
+
+
+def test_the_transcript_names_every_agent_who_answered_a_transferred_chat(
+    alice: Agent, mailoutbox: list[Any]
+) -> None:
+    bob = AgentFactory.create(name="Bob Agent", is_online=True)
+    channel = ChannelFactory.create(agents=[alice, bob])
+    client = ClientFactory.create(channel=channel, email="ann@example.com")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    services.accept_chat(chat=chat, agent=alice)
+    services.post_agent_message(chat=chat, agent=alice, content=text("Hi, Alice here"))
+    services.transfer_chat(chat=chat, agent=alice, to_agent=bob)
+
+    services.finish_chat(chat=chat, agent=bob)
+
+    [queued] = Mail.objects.all()
+    assert "answered by Alice Agent, Bob Agent" in queued.text

@@ -5,13 +5,18 @@ flags of chat_finished; a blacklisted widget visitor sees an offline chat."""
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 import pytest
+from django.db import connection, transaction
 from django.test import Client as Browser
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents import services
-from agents.models import Agent, Chat, Client, LiveEvent, Message, OfflineMessage
+from agents.models import Agent, Chat, Client, LiveEvent, Mail, Message, OfflineMessage
 from agents.tokens import issue_token
 from bots.models import BotEvent
 from delivery.models import Delivery
@@ -207,3 +212,60 @@ def test_agents_see_nothing_a_blacklisted_client_wrote_afterwards(
     assert "after the blacklisting" not in page.get(f"/agent/chats/{chat.pk}/").content.decode()
     listed = api.get(f"/api/agent/v1/chats/{chat.pk}/messages").json()
     assert "after the blacklisting" not in str(listed)
+    assert "after the blacklisting" not in page.get("/agent/history/?q=").content.decode()
+    found = page.get("/agent/history/?q=after+the+blacklisting").content.decode()
+    assert f"/agent/chats/{chat.pk}/" not in found
+    page.post(f"/agent/chats/{chat.pk}/transcript", {"to": "me@acme.example"})
+    [mailed] = Mail.objects.filter(to="me@acme.example")
+    assert "before" in mailed.text and "after the blacklisting" not in mailed.text
+
+
+def test_a_client_blacklisted_with_no_chat_shows_nothing_in_earlier_chats(
+    agent: Agent, integrator: Integrator
+) -> None:
+    integrator.say("an ordinary question")
+    chat = Chat.objects.get()
+    client = Client.objects.get()
+    Client.objects.filter(pk=client.pk).update(blacklisted_at=timezone.now())  # an admin's doing
+    services.post_client_message(client=client, content=text("HIDDEN spam"))
+    page = Browser()
+    page.force_login(agent)
+
+    html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+
+    assert "HIDDEN spam" not in html
+    assert "HIDDEN spam" not in page.get("/agent/history/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_racing_the_blacklisting_opens_no_chat(scene: Scene) -> None:
+    chat = scene.queued_chat("first words")
+    stale = Client.objects.get(pk=scene.client.pk)  # read before the blacklisting
+    blacklisting = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def blacklist() -> None:
+        try:
+            with transaction.atomic():
+                services.blacklist_client(chat=chat, reason="abuse")
+                blacklisting.set()
+                time.sleep(0.5)  # the message arrives while this is not committed yet
+        finally:
+            connection.close()
+
+    def write() -> None:
+        blacklisting.wait(5)
+        try:
+            outcome["message"] = services.post_client_message(client=stale, content=text("hi?"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=blacklist), threading.Thread(target=write)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    kept = outcome["message"]
+    assert kept.payload.get("blacklisted") is True
+    assert not Chat.objects.filter(state__in=Chat.OPEN_STATES).exists()
