@@ -25,7 +25,7 @@ from django.urls import reverse
 from PIL import Image, UnidentifiedImageError
 
 from agents import services
-from agents.content import Content
+from agents.content import Content, scrub
 from agents.models import Agent, Attachment, Chat, Message
 from agents.services import InvalidState, ServiceError
 
@@ -200,7 +200,7 @@ def send_file(*, chat: Chat, agent: Agent, upload: UploadedFile, text: str = "")
     }
     if attachment.thumb:
         payload["thumb"] = url_of(attachment, thumb=True)
-    content = Content(message_type(attachment), text.strip()[:4000], payload)
+    content = Content(message_type(attachment), scrub(text).strip()[:4000], payload)
     try:
         return services.post_agent_message(chat=locked, agent=agent, content=content)
     except Exception:

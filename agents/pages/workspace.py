@@ -194,10 +194,13 @@ def live(request: HttpRequest) -> JsonResponse:
     data: dict[str, Any] = {"online": agent.is_online}
     if chat is not None:
         after = request.GET.get("after", "0")
-        after_id = int(after) if after.isascii() and after.isdigit() else 0
+        # A page's last message id; a number no message id can be is no place to start.
+        after_id = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
         if request.GET.get("seen") == "1":  # in sight: what the page has and what it gets now
-            shown = new[-1].pk if new else after_id
+            # Never past the chat's real last message: "seen" does not move back.
+            newest = chat.messages.order_by("-pk").values_list("pk", flat=True).first() or 0
+            shown = new[-1].pk if new else min(after_id, newest)
             if shown:
                 services.mark_chat_seen(agent=agent, chat=chat, message_id=shown)
         outbound = chat.messages.filter(author=Message.Author.AGENT).exclude(delivery_status="")
