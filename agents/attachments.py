@@ -126,6 +126,11 @@ def _thumbnail(data: bytes) -> bytes:
     """The image 320 px wide (never wider than it is), as PNG or JPEG."""
     try:
         with Image.open(io.BytesIO(data)) as opened:
+            # Its size is in the header: a small file may decode to gigabytes.
+            pixels = opened.width * opened.height
+            if pixels > settings.AGENT_IMAGE_MAX_PIXELS:
+                megapixels = settings.AGENT_IMAGE_MAX_PIXELS // 1_000_000
+                raise FileRefused(f"the image is larger than {megapixels} megapixels")
             opened.load()
             image: Image.Image = opened
             if image.width > THUMB_WIDTH:

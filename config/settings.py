@@ -396,6 +396,9 @@ STORAGES = {
 # what the file is, not by its name): images become photo messages, the rest
 # documents.
 AGENT_FILE_MAX_BYTES = env.int("AGENT_FILE_MAX_BYTES", default=10 * 1024 * 1024)
+# An image's pixels are decoded in the web process for its thumbnail (about 4
+# bytes each): a few-KB file can claim gigapixels. 50 MP holds any phone photo.
+AGENT_IMAGE_MAX_PIXELS = env.int("AGENT_IMAGE_MAX_PIXELS", default=50_000_000)
 AGENT_FILE_TYPES = env.list(
     "AGENT_FILE_TYPES",
     default=["png", "jpeg", "gif", "webp", "pdf", "txt", "csv", "zip", "docx", "xlsx"],

@@ -156,6 +156,21 @@ def test_size_and_kinds_are_settings(agent: Agent, settings: Any) -> None:
     assert not Attachment.objects.exists()
 
 
+def test_an_image_of_too_many_pixels_is_refused_before_it_is_decoded(agent: Agent) -> None:
+    out = io.BytesIO()
+    Image.new("1", (10_000, 6_000)).save(out, format="PNG")  # 60 MP in a few KB
+    assert len(out.getvalue()) < 100_000
+    page = page_of(agent)
+    chat = my_chat(agent)
+    bomb = SimpleUploadedFile("wide.png", out.getvalue())
+
+    answer = page.post(f"/agent/chats/{chat.pk}/files", {"file": bomb}, headers=FETCH)
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"] == "the image is larger than 50 megapixels"
+    assert not Attachment.objects.exists()
+
+
 def test_only_my_active_chat_takes_a_file(agent: Agent) -> None:
     client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
     queued = services.post_client_message(client=client, content=text("hi")).chat
