@@ -173,7 +173,7 @@ def test_a_real_smtp_server_receives_both_parts(alice: Agent, smtp_server: Inbox
 
 
 def test_a_mail_that_fails_is_retried_then_shown_failed_and_can_be_sent_again(
-    alice: Agent, settings: Any, admin_client: Browser
+    alice: Agent, settings: Any, admin_client: Browser, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nobody listens
@@ -195,6 +195,8 @@ def test_a_mail_that_fails_is_retried_then_shown_failed_and_can_be_sent_again(
     send_due_mails()
     queued.refresh_from_db()
     assert (queued.attempts, queued.status) == (3, Mail.Status.FAILED)
+    [logged] = [r for r in caplog.records if r.getMessage().startswith("mail.failed")]
+    assert logged.levelname == "ERROR" and f"mail={queued.pk} attempts=3" in logged.getMessage()
     assert send_due_mails() == 0  # a failed mail waits for a person
 
     listed = admin_client.get("/admin/agents/mail/?status=failed").content.decode()
