@@ -152,9 +152,11 @@ class TransferView(AgentView):
         data = body.validated_data
         to_agent = department = None
         if "agent_id" in data:
-            to_agent = Agent.objects.filter(pk=data["agent_id"]).first()
+            # Only the channel's agents are named: an id of no agent and one of
+            # another channel's are told apart by nobody.
+            to_agent = chat.channel.agents.filter(pk=data["agent_id"]).first()
             if to_agent is None:
-                raise services.ServiceError("no such agent")
+                raise services.ServiceError("that agent does not answer this channel")
         if "department_id" in data:
             department = Department.objects.filter(pk=data["department_id"]).first()
             if department is None:

@@ -12,15 +12,16 @@ from agents.models import Agent, Chat, Department
 from agents.pages.workspace import _act
 
 
-def _target(value: str) -> tuple[Agent | None, Department | None]:
-    """``agent:<id>`` or ``department:<id>``, as the transfer form names them."""
+def _target(value: str, chat: Chat) -> tuple[Agent | None, Department | None]:
+    """``agent:<id>`` or ``department:<id>``, as the transfer form names them.
+    Only the chat's channel's agents are named (as in the agent API)."""
     kind, _, number = value.partition(":")
     if not (number.isascii() and number.isdigit()):
         raise services.ServiceError("choose an agent or a department")
     if kind == "agent":
-        agent = Agent.objects.filter(pk=int(number)).first()
+        agent = chat.channel.agents.filter(pk=int(number)).first()
         if agent is None:
-            raise services.ServiceError("no such agent")
+            raise services.ServiceError("that agent does not answer this channel")
         return agent, None
     if kind == "department":
         department = Department.objects.filter(pk=int(number)).first()
@@ -36,7 +37,7 @@ def transfer(request: HttpRequest, chat_id: int) -> HttpResponse:
     note = request.POST.get("note", "")
 
     def hand_over(chat: Chat, agent: Agent) -> Chat:
-        to_agent, department = _target(request.POST.get("to", ""))
+        to_agent, department = _target(request.POST.get("to", ""), chat)
         return services.transfer_chat(
             chat=chat, agent=agent, to_agent=to_agent, department=department, note=note
         )

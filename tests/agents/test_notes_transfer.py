@@ -145,7 +145,7 @@ def test_a_transfer_to_a_department_queues_the_chat(agent: Agent, integrator: In
     ("target", "message"),
     [
         ("", "choose an agent or a department"),
-        ("agent:999999", "no such agent"),
+        ("agent:999999", "that agent does not answer this channel"),
         ("robot:1", "choose an agent or a department"),
         ("department:x", "choose an agent or a department"),
     ],
@@ -284,10 +284,20 @@ def test_a_refused_transfer_says_why_without_naming_strangers(
     outsider = AgentFactory.create(name="Zed Outsider", is_online=True)
     page = page_of(agent)
 
-    answer = fetch(page, f"/agent/chats/{chat.pk}/transfer", {"to": f"agent:{outsider.pk}"})
-    assert answer == {
+    refused = {
         "error": {"code": "invalid_request", "message": "that agent does not answer this channel"}
     }
+    answer = fetch(page, f"/agent/chats/{chat.pk}/transfer", {"to": f"agent:{outsider.pk}"})
+    assert answer == refused
+    # An id of nobody reads the same: agents of other channels are not told apart.
+    assert fetch(page, f"/agent/chats/{chat.pk}/transfer", {"to": "agent:999999"}) == refused
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=agent)}")
+    for agent_id in (outsider.pk, 999999):
+        answer = api.post(
+            f"/api/agent/v1/chats/{chat.pk}/transfer", {"agent_id": agent_id}, format="json"
+        ).json()
+        assert answer == refused
     services.set_agent_status(agent=bob, online=False)
     answer = fetch(page, f"/agent/chats/{chat.pk}/transfer", {"to": f"agent:{bob.pk}"})
     assert answer["error"] == {
