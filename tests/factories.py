@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import factory
+from django.test import Client as Browser
 from factory.django import DjangoModelFactory
 
 from agents.content import Content
@@ -66,3 +67,10 @@ class MessageFactory(DjangoModelFactory[Message]):
 
 def text(value: str) -> Content:
     return Content("text", value, {})
+
+
+def page_of(agent: Agent) -> Browser:
+    """Django's test client, signed in as ``agent`` (the agent pages)."""
+    page = Browser()
+    page.force_login(agent)
+    return page

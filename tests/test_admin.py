@@ -74,8 +74,7 @@ def test_help_texts_show_their_angle_brackets_and_the_picker_offers_agents() -> 
     provider = browser.get("/admin/bots/botprovider/add/").content.decode()
     assert "events go to &lt;url&gt;/&lt;token&gt;" in provider
     change = browser.get(f"/admin/agents/channel/{chat_api.channel.pk}/change/").content.decode()
-    picker = change[change.index('name="agents"') :]
-    picker = picker[: picker.index("</select>")]
+    picker = _agent_picker(change)
     assert "Alice Agent" in picker and "Gone Agent" not in picker and "Root" not in picker
     assert alice.name in picker
 

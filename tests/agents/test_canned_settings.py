@@ -9,17 +9,11 @@ from rest_framework.test import APIClient
 from agents import canned, services
 from agents.models import Agent, CannedReply, Chat
 from channels_api import payloads
-from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, page_of, text
 
 pytestmark = pytest.mark.django_db
 
 EVIL = '<script>alert("x")</script>'
-
-
-def page_of(agent: Agent) -> Browser:
-    page = Browser()
-    page.force_login(agent)
-    return page
 
 
 def test_an_agent_keeps_personal_replies_and_uses_shared_ones(agent: Agent) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from agents.tokens import issue_token
 from channels_api.services import create_chat_api_channel
 from tests.channels_api.conftest import Integrator
 from tests.delivery.target import Target
-from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, page_of, text
 from tests.worker import Worker, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -59,12 +58,6 @@ def my_chat(agent: Agent) -> Chat:
 
 def body_of(response: Any) -> bytes:
     return b"".join(response.streaming_content)
-
-
-def page_of(agent: Agent) -> Browser:
-    page = Browser()
-    page.force_login(agent)
-    return page
 
 
 def test_an_image_becomes_a_photo_with_a_320px_thumb_at_an_unguessable_url(
@@ -203,13 +196,6 @@ def test_sniffing_tells_kinds_by_their_bytes() -> None:
     assert attachments.sniff(b"<?xml version='1.0'?><svg/>", "a.txt") is None
     assert attachments.clean_name("C:\\evil\\..\\x<y>.pdf", attachments.KINDS["pdf"]) == "xy.pdf"
     assert attachments.clean_name("noext", attachments.KINDS["png"]) == "noext.png"
-
-
-@pytest.fixture
-def integrator_server() -> Iterator[Target]:
-    server = Target("127.0.0.1").start()
-    yield server
-    server.stop()
 
 
 @pytest.mark.worker

@@ -24,8 +24,8 @@ from PIL import Image
 
 from agents import services
 from agents.models import Agent, Attachment, Message
-from tests.agents.test_files import body_of
-from tests.factories import ChannelFactory, ClientFactory, text
+from tests.agents.test_files import body_of, png
+from tests.factories import ChannelFactory, ClientFactory, page_of, text
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +57,6 @@ def s3(endpoint: str) -> Any:
 def keys_in_bucket(endpoint: str) -> list[str]:
     listed = s3(endpoint).list_objects_v2(Bucket=BUCKET)
     return sorted(item["Key"] for item in listed.get("Contents", []))
-
-
-def png() -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (640, 320), (40, 85, 216)).save(out, format="PNG")
-    return out.getvalue()
 
 
 def test_settings_from_the_environment_keep_files_in_the_bucket(
@@ -121,10 +115,9 @@ def test_an_agents_file_goes_to_the_bucket_and_is_served_at_its_url(
     client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]), name="Ann")
     chat = services.post_client_message(client=client, content=text("the label?")).chat
     services.accept_chat(chat=chat, agent=agent)
-    page = Browser()
-    page.force_login(agent)
+    page = page_of(agent)
     before = set(keys_in_bucket(s3_endpoint))
-    image = png()
+    image = png(640, 320)
 
     answer = page.post(
         f"/agent/chats/{chat.pk}/files",

@@ -19,17 +19,18 @@ from devhooks import payloads
 from devhooks.models import IntegrationSettings
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
-from tests.factories import AgentFactory, ChannelFactory, ChatFactory, ClientFactory, text
+from tests.factories import (
+    AgentFactory,
+    ChannelFactory,
+    ChatFactory,
+    ClientFactory,
+    page_of,
+    text,
+)
 
 pytestmark = pytest.mark.django_db
 
 EVIL = '<script>alert("x")</script>'
-
-
-def page_of(agent: Agent) -> Browser:
-    page = Browser()
-    page.force_login(agent)
-    return page
 
 
 def fetch(page: Browser, url: str, data: dict[str, str]) -> dict[str, object]:

@@ -5,7 +5,6 @@ server (aiosmtpd), and the agent's on-demand transcript (docs/transcripts.md).""
 from __future__ import annotations
 
 import email
-import socket
 from collections.abc import Iterator
 from datetime import timedelta
 from email.message import Message as MimeMessage
@@ -30,7 +29,15 @@ from devhooks import widgets
 from devhooks.services import read_accept_reply
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
-from tests.factories import AgentFactory, ChannelFactory, ClientFactory, MessageFactory, text
+from tests.factories import (
+    AgentFactory,
+    ChannelFactory,
+    ClientFactory,
+    MessageFactory,
+    page_of,
+    text,
+)
+from tests.web.server import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -142,12 +149,6 @@ class Inbox:
         return "250 OK"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def smtp_server(settings: Any) -> Iterator[Inbox]:
     inbox = Inbox()
@@ -211,8 +212,7 @@ def test_a_mail_that_fails_is_retried_then_shown_failed_and_can_be_sent_again(
 def test_an_agent_sends_a_transcript_on_demand(alice: Agent, mailoutbox: list[Any]) -> None:
     chat = finished_chat(alice)
     Mail.objects.all().delete()
-    page = Browser()
-    page.force_login(alice)
+    page = page_of(alice)
     fetch = {"X-Requested-With": "fetch"}
 
     sent = page.post(
@@ -392,8 +392,7 @@ def test_transcripts_to_typed_addresses_are_limited_per_agent(alice: Agent, sett
 
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_requests"
     assert "try again later" in refused.json()["error"]["message"]
-    page = Browser()
-    page.force_login(alice)
+    page = page_of(alice)
     page.post(f"/agent/chats/{chat.pk}/transcript", {"to": "me4@acme.example"})
     assert not Mail.objects.filter(to__in=["me3@acme.example", "me4@acme.example"]).exists()
     # The client's own address is not counted: it is no relay to anyone.

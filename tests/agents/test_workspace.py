@@ -14,15 +14,14 @@ from agents import selectors, services
 from agents.content import Content
 from agents.models import Agent, Call, Chat, Message
 from channels_api.serializers import UserMessageIn
-from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, page_of, text
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def browser(agent: Agent) -> Browser:
-    page = Browser()
-    page.force_login(agent)
+    page = page_of(agent)
     return page
 
 
@@ -242,8 +241,7 @@ def test_a_text_the_service_cut_says_so(browser: Browser, agent: Agent) -> None:
 @pytest.mark.parametrize("online", [True, False])
 def test_the_empty_pane_hint_matches_the_agents_status(online: bool) -> None:
     agent = AgentFactory.create(is_online=online)
-    browser = Browser()
-    browser.force_login(agent)
+    browser = page_of(agent)
     html = browser.get("/agent/").content.decode()
     hint = html[html.index('data-testid="empty-hint"') :][:600]
     if online:

@@ -25,7 +25,7 @@ from devhooks.models import IntegrationSettings
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
 from tests.devhooks.conftest import Scene, bodies
-from tests.factories import AgentFactory, text
+from tests.factories import AgentFactory, page_of, text
 
 pytestmark = pytest.mark.django_db
 
@@ -95,8 +95,7 @@ def test_the_chat_page_blacklists_and_lifts_and_others_cannot(
 ) -> None:
     integrator.say("hello")
     chat = Chat.objects.get()
-    page = Browser()
-    page.force_login(agent)
+    page = page_of(agent)
     html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
     assert 'data-testid="blacklist"' in html and "data-confirm=" in html
 
@@ -199,8 +198,7 @@ def test_agents_see_nothing_a_blacklisted_client_wrote_afterwards(
     integrator.say("before")
     chat = Chat.objects.get()
     services.accept_chat(chat=chat, agent=agent)
-    page = Browser()
-    page.force_login(agent)
+    page = page_of(agent)
     first = page.get(f"/agent/live?chat={chat.pk}&after=0").json()["chat"]["last_message_id"]
     services.blacklist_client(chat=chat, agent=agent)
 
@@ -228,8 +226,7 @@ def test_a_client_blacklisted_with_no_chat_shows_nothing_in_earlier_chats(
     client = Client.objects.get()
     Client.objects.filter(pk=client.pk).update(blacklisted_at=timezone.now())  # an admin's doing
     services.post_client_message(client=client, content=text("HIDDEN spam"))
-    page = Browser()
-    page.force_login(agent)
+    page = page_of(agent)
 
     html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
 

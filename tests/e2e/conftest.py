@@ -22,6 +22,8 @@ from tests.web.server import WebServer
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# The two windows the agent pages and the admin are tested in (the ``size`` fixture).
+SIZES = {"laptop": {"width": 1366, "height": 800}, "phone": {"width": 375, "height": 740}}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -32,6 +34,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+@pytest.fixture(params=sorted(SIZES))
+def size(request: pytest.FixtureRequest) -> str:
+    """A test that asks for it runs on a laptop and on a phone."""
+    return str(request.param)
 
 
 def chromium_path() -> str | None:

@@ -17,17 +17,12 @@ from channels_api.services import create_chat_api_channel
 from delivery import services
 from delivery.models import Delivery
 from tests.delivery.target import Reply, Target, drive, send
+from tests.e2e.conftest import SIZES
 from tests.factories import AgentFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "agent-password"  # tests.factories.AgentFactory
-SIZES = {"laptop": {"width": 1366, "height": 800}, "phone": {"width": 375, "height": 740}}
-
-
-@pytest.fixture(params=sorted(SIZES))
-def size(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

@@ -21,13 +21,13 @@ from agents.content import Content
 from agents.models import Agent, CannedReply, Chat, Client, Department, Message
 from channels_api.models import ChatApiChannel
 from delivery.models import Delivery
+from tests.e2e.conftest import SIZES
 from tests.e2e.test_agent_pages import sign_in
 from tests.factories import AgentFactory, ClientFactory, text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 LIVE = 3000
-SIZES = {"laptop": {"width": 1366, "height": 800}, "phone": {"width": 375, "height": 740}}
 
 # What the page asks the browser to show or play, recorded beside the real calls.
 RECORDER = """
@@ -57,11 +57,6 @@ OscillatorNode.prototype.start = function (...a) {
   return start.apply(this, a);
 };
 """
-
-
-@pytest.fixture(params=sorted(SIZES))
-def size(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from agents import services
 from agents.models import Agent, CannedReply, Chat, ChatSeen, Department, Message
 from agents.tokens import issue_token
 from tests.agents.test_files import png
-from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, page_of, text
 
 pytestmark = pytest.mark.django_db
 
@@ -30,8 +30,7 @@ def chat(agent: Agent) -> Chat:
 
 @pytest.fixture
 def page(agent: Agent) -> Browser:
-    browser = Browser()
-    browser.force_login(agent)
+    browser = page_of(agent)
     return browser
 
 
@@ -87,6 +86,5 @@ def test_the_live_poll_takes_no_impossible_message_id(page: Browser, chat: Chat)
     assert seen.last_seen_message_id == last  # never past the chat's last message
     services.post_client_message(client=chat.client, content=text("new"))
     other = AgentFactory.create()  # (an unrelated agent's poll is a 404, not a 500)
-    stranger = Browser()
-    stranger.force_login(other)
+    stranger = page_of(other)
     assert stranger.get(f"/agent/live?chat={chat.pk}&after=1&seen=1").status_code == 404
