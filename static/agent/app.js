@@ -272,7 +272,7 @@
   });
 
   // What the pages' other scripts (one file per feature) use.
-  window.Switchboard = { page, chatId, post, pollNow, tell };
+  window.Switchboard = { page, chatId, csrf, post, pollNow, tell };
 
   if (!listen()) poll();
 })();

@@ -8,7 +8,7 @@
   const input = form.querySelector('input[type="file"]');
   const label = form.querySelector(".attach-label");
   form.querySelector(".attach-send").hidden = true;
-  const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
+  const { csrf } = window.Switchboard;
 
   input.addEventListener("change", async () => {
     const file = input.files && input.files[0];

@@ -112,6 +112,5 @@
       broken(event.target);
     }
   }, true);
-  watchImages();
-  document.addEventListener("switchboard:rendered", watchImages);
+  watchImages();  // those that failed before this script ran; the listener sees the rest
 })();

@@ -30,8 +30,8 @@
   function toNewest() {
     if (messages) messages.scrollTop = messages.scrollHeight;
   }
-  toNewest();
-  // Images above the newest message change the height as they load.
+  // app.js opened the list at its newest message; images above it change the
+  // height as they load.
   if (messages) messages.addEventListener("load", toNewest, { capture: true, once: true });
   if (replyBox && window.location.hash === "#reply-box") {
     const toReply = () => { if (document.activeElement !== replyBox) replyBox.focus(); };
