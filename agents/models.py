@@ -285,6 +285,11 @@ class Chat(models.Model):
 
 
 class Message(models.Model):
+    # The payload key of what a blacklisted client wrote after the blacklisting
+    # (agents.services._keep_blacklisted_message): kept, for no agent's eyes,
+    # flagged in chat_finished's log.
+    BLACKLISTED: ClassVar[str] = "blacklisted"
+
     class Author(models.TextChoices):
         CLIENT = "client", "Client"
         AGENT = "agent", "Agent"

@@ -53,9 +53,7 @@ def chat_for_agent(*, agent: Agent, chat_id: int) -> Chat:
     return chats_for_agent(agent=agent).get(pk=chat_id)
 
 
-# What a blacklisted client wrote after the blacklisting carries this payload
-# key (agents.services._keep_blacklisted_message): kept, for no agent's eyes.
-HIDDEN = Q(payload__has_key="blacklisted")
+HIDDEN = Q(payload__has_key=Message.BLACKLISTED)
 
 
 def shown(messages: QuerySet[Message]) -> QuerySet[Message]:
@@ -207,7 +205,7 @@ def earlier_chats(*, chat: Chat, agent: Agent, limit: int = 10) -> list[Chat]:
             message_count=Count(
                 "messages",
                 filter=~Q(messages__author=Message.Author.SYSTEM)
-                & ~Q(messages__payload__has_key="blacklisted"),
+                & ~Q(messages__payload__has_key=Message.BLACKLISTED),
             )
         )
         .order_by("-created", "-id")

@@ -262,7 +262,7 @@ def _keep_blacklisted_message(client: Client, content: Content, external_id: str
         author=Message.Author.CLIENT,
         type=content.type,
         text=content.text,
-        payload={**content.payload, "blacklisted": True},
+        payload={**content.payload, Message.BLACKLISTED: True},
         external_id=external_id,
     )
 
@@ -361,6 +361,24 @@ def post_note(*, chat: Chat, agent: Agent, text: str) -> Message:
         raise ServiceError(f"write a note of up to {NOTE_LIMIT} characters first")
     chat = _lock(chat)
     return _post(chat, Message.Author.NOTE, Content("text", text, {}), agent)
+
+
+def transfer_target(
+    *, chat: Chat, agent_id: int | None = None, department_id: int | None = None
+) -> tuple[Agent | None, Department | None]:
+    """The agent or department a transfer names by id. Only the chat's
+    channel's agents are looked up: an id of nobody and one of another
+    channel's agent get the same answer."""
+    to_agent = department = None
+    if agent_id is not None:
+        to_agent = chat.channel.agents.filter(pk=agent_id).first()
+        if to_agent is None:
+            raise ServiceError("that agent does not answer this channel")
+    if department_id is not None:
+        department = Department.objects.filter(pk=department_id).first()
+        if department is None:
+            raise ServiceError("no such department")
+    return to_agent, department
 
 
 @transaction.atomic
@@ -534,7 +552,7 @@ def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = ""
 
 
 @transaction.atomic
-def lift_blacklist(*, client: Client, agent: Agent | None = None) -> Client:
+def lift_blacklist(*, client: Client) -> Client:
     """The client may write again: its next message opens a chat as usual."""
     Client.objects.filter(pk=client.pk).update(
         blacklisted_at=None, blacklist_reason="", blacklisted_by=None

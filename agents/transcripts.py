@@ -21,10 +21,9 @@ from django.template.loader import render_to_string
 
 from agents import events, mail, ratelimit, selectors
 from agents.content import MEDIA_TYPES, is_http_url
+from agents.live import CLIENT_VISIBLE_AUTHORS
 from agents.models import Agent, Chat, Mail, Message
 from agents.services import ServiceError
-
-SHOWN_AUTHORS = (Message.Author.CLIENT, Message.Author.AGENT, Message.Author.BOT)
 
 
 class TranscriptError(ServiceError):
@@ -101,7 +100,8 @@ def _line(message: Message, client_name: str) -> Line:
 
 def render(chat: Chat) -> tuple[str, str, str]:
     """The transcript's subject, plain text and HTML (every value escaped)."""
-    shown = selectors.messages_of(chat=chat).filter(author__in=SHOWN_AUTHORS)
+    # What the client saw: no internal notes, no system notes.
+    shown = selectors.messages_of(chat=chat).filter(author__in=CLIENT_VISIBLE_AUTHORS)
     client_name = chat.client.display_name
     context = {
         "chat": chat,
@@ -128,10 +128,11 @@ def _checked_address(address: str) -> str:
 @transaction.atomic
 def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> Mail:
     """Mail ``chat``'s transcript to ``to``, or to the client when empty."""
-    if not to.strip() and not client_email(chat):
+    own = client_email(chat)
+    if not to.strip() and not own:
         raise TranscriptError("the client gave no e-mail address: type one")
-    address = _checked_address(to or client_email(chat))
-    typed = address.lower() != client_email(chat).lower()
+    address = _checked_address(to or own)
+    typed = address.lower() != own.lower()
     if typed and agent is not None:
         limit = settings.TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR
         if not ratelimit.admit(key=f"transcript-typed:{agent.pk}", limit=limit, window=3600):

@@ -266,7 +266,8 @@ class DeliveryAdmin(admin.ModelAdmin[Delivery]):
     @admin.display(description="tries", ordering="logged_tries")
     def tries(self, delivery: Delivery) -> int:
         """Every try logged, across redeliveries (``attempts`` restarts at each)."""
-        return int(getattr(delivery, "logged_tries", delivery.attempt_log.count()))
+        logged = getattr(delivery, "logged_tries", None)  # annotated by get_queryset
+        return int(logged if logged is not None else delivery.attempt_log.count())
 
     @admin.display(description="last error")
     def last_error_short(self, delivery: Delivery) -> str:

@@ -148,7 +148,7 @@ def log_item(message: Message) -> dict[str, Any]:
     if message.author == Message.Author.AGENT:
         item["agent_id"] = message.agent_id or 0
     item["message"] = message_text(message)
-    if message.payload.get("blacklisted") is True:
+    if message.payload.get(Message.BLACKLISTED) is True:
         item["blacklisted"] = True
     return item
 

@@ -26,7 +26,7 @@ from agents.api.serializers import (
     StatusIn,
     TypingIn,
 )
-from agents.models import Agent, Call, Chat, Department, OfflineMessage
+from agents.models import Agent, Call, Chat, OfflineMessage
 
 
 class ListPagination(PageNumberPagination):
@@ -112,7 +112,7 @@ class ChatMessagesView(AgentView):
 
 
 class NoteIn(serializers.Serializer[Any]):
-    text = serializers.CharField(max_length=4000)
+    text = serializers.CharField(max_length=services.NOTE_LIMIT)
 
 
 class NotesView(AgentView):
@@ -135,7 +135,9 @@ class NotesView(AgentView):
 class TransferIn(serializers.Serializer[Any]):
     agent_id = serializers.IntegerField(required=False, min_value=1)
     department_id = serializers.IntegerField(required=False, min_value=1)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=4000, default="")
+    note = serializers.CharField(
+        required=False, allow_blank=True, max_length=services.NOTE_LIMIT, default=""
+    )
 
 
 class TransferView(AgentView):
@@ -150,17 +152,9 @@ class TransferView(AgentView):
         body.is_valid(raise_exception=True)
         chat = self.chat(request, chat_id)
         data = body.validated_data
-        to_agent = department = None
-        if "agent_id" in data:
-            # Only the channel's agents are named: an id of no agent and one of
-            # another channel's are told apart by nobody.
-            to_agent = chat.channel.agents.filter(pk=data["agent_id"]).first()
-            if to_agent is None:
-                raise services.ServiceError("that agent does not answer this channel")
-        if "department_id" in data:
-            department = Department.objects.filter(pk=data["department_id"]).first()
-            if department is None:
-                raise services.ServiceError("no such department")
+        to_agent, department = services.transfer_target(
+            chat=chat, agent_id=data.get("agent_id"), department_id=data.get("department_id")
+        )
         chat = services.transfer_chat(
             chat=chat,
             agent=self.agent(request),
@@ -300,7 +294,7 @@ class BlacklistView(AgentView):
     @extend_schema(request=None, responses=ChatDetailOut, summary="Lift the client's blacklist")
     def delete(self, request: Request, chat_id: int) -> Response:
         chat = self.chat(request, chat_id)
-        services.lift_blacklist(client=chat.client, agent=self.agent(request))
+        services.lift_blacklist(client=chat.client)
         return Response(ChatDetailOut(chat).data)
 
 

@@ -13,22 +13,13 @@ from agents.pages.workspace import _act
 
 
 def _target(value: str, chat: Chat) -> tuple[Agent | None, Department | None]:
-    """``agent:<id>`` or ``department:<id>``, as the transfer form names them.
-    Only the chat's channel's agents are named (as in the agent API)."""
+    """``agent:<id>`` or ``department:<id>``, as the transfer form names them."""
     kind, _, number = value.partition(":")
-    if not (number.isascii() and number.isdigit()):
+    if not (number.isascii() and number.isdigit()) or kind not in ("agent", "department"):
         raise services.ServiceError("choose an agent or a department")
     if kind == "agent":
-        agent = chat.channel.agents.filter(pk=int(number)).first()
-        if agent is None:
-            raise services.ServiceError("that agent does not answer this channel")
-        return agent, None
-    if kind == "department":
-        department = Department.objects.filter(pk=int(number)).first()
-        if department is None:
-            raise services.ServiceError("no such department")
-        return None, department
-    raise services.ServiceError("choose an agent or a department")
+        return services.transfer_target(chat=chat, agent_id=int(number))
+    return services.transfer_target(chat=chat, department_id=int(number))
 
 
 @login_required

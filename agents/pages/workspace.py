@@ -79,14 +79,14 @@ def _lists(agent: Agent, *, chat: Chat | None, back: str) -> dict[str, Any]:
     """
     calls = list(selectors.calls_for_agent(agent=agent)[:LIST_LENGTH])
     offline = list(selectors.offline_messages_for_agent(agent=agent)[:LIST_LENGTH])
+    queue = list(selectors.queue_for_agent(agent=agent)[:LIST_LENGTH])
+    active = list(selectors.active_for_agent(agent=agent)[:LIST_LENGTH])
+    with_bot = list(selectors.with_bot_for_agent(agent=agent)[:LIST_LENGTH])
+    selectors.with_last_messages([*queue, *active, *with_bot])  # one query for the three
     return {
-        "queue": selectors.with_last_messages(selectors.queue_for_agent(agent=agent)[:LIST_LENGTH]),
-        "active": selectors.with_last_messages(
-            selectors.active_for_agent(agent=agent)[:LIST_LENGTH]
-        ),
-        "with_bot": selectors.with_last_messages(
-            selectors.with_bot_for_agent(agent=agent)[:LIST_LENGTH]
-        ),
+        "queue": queue,
+        "active": active,
+        "with_bot": with_bot,
         "calls": calls,
         "open_calls": sum(call.is_open for call in calls),
         "offline_messages": offline,
@@ -182,6 +182,12 @@ def _notice(chat: Chat) -> dict[str, Any]:
     return notice
 
 
+def _newest_message_id(chat: Chat) -> int:
+    """The page's own "after" is no proof of a message: "seen" never goes past
+    the chat's real last one (it does not move back)."""
+    return chat.messages.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
 @login_required
 @require_GET
 def live(request: HttpRequest) -> JsonResponse:
@@ -198,15 +204,14 @@ def live(request: HttpRequest) -> JsonResponse:
         after_id = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
         if request.GET.get("seen") == "1":  # in sight: what the page has and what it gets now
-            # Never past the chat's real last message: "seen" does not move back.
-            newest = chat.messages.order_by("-pk").values_list("pk", flat=True).first() or 0
-            shown = new[-1].pk if new else min(after_id, newest)
+            shown = new[-1].pk if new else min(after_id, _newest_message_id(chat))
             if shown:
                 services.mark_chat_seen(agent=agent, chat=chat, message_id=shown)
         outbound = chat.messages.filter(author=Message.Author.AGENT).exclude(delivery_status="")
+        panel = _panel_context(agent, chat)
         data["chat"] = {
             "state": chat.state,
-            "mine": _is_mine(agent, chat),  # a transfer changes it, not the state
+            "mine": panel["mine"],  # a transfer changes it, not the state
             "client_typing": chat.client_typing,
             "messages_html": render_to_string(
                 "agents/_messages.html", {"chat_messages": new, "chat": chat}, request=request
@@ -218,9 +223,7 @@ def live(request: HttpRequest) -> JsonResponse:
                 )
                 for m in outbound.order_by("-id")[:100]
             },
-            "panel_html": render_to_string(
-                "agents/_panel.html", _panel_context(agent, chat), request=request
-            ),
+            "panel_html": render_to_string("agents/_panel.html", panel, request=request),
         }
     lists = _lists(agent, chat=chat, back=back)
     data["queue_count"] = len(lists["queue"])
