@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,12 @@ from tests.web.server import WebServer
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-# The two windows the agent pages and the admin are tested in (the ``size`` fixture).
-SIZES = {"laptop": {"width": 1366, "height": 800}, "phone": {"width": 375, "height": 740}}
+# What the pages are tested on (the ``size`` and ``device`` fixtures): a laptop's
+# window, and a real phone's emulation from Playwright's device descriptors
+# (mobile viewport, touch, scale factor, user agent), not a narrow desktop window.
+LAPTOP = {"viewport": {"width": 1366, "height": 800}}
+PHONE = "Pixel 5"
+SIZES = ("laptop", "phone")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -36,10 +41,24 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(params=sorted(SIZES))
+@pytest.fixture(params=SIZES)
 def size(request: pytest.FixtureRequest) -> str:
     """A test that asks for it runs on a laptop and on a phone."""
     return str(request.param)
+
+
+@pytest.fixture
+def device(size: str, devices: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``new_context`` options for ``size``: ``chromium.new_context(**device)``."""
+    return dict(devices[size])
+
+
+@pytest.fixture(scope="session")
+def devices(chromium: Any) -> dict[str, dict[str, Any]]:
+    return {"laptop": LAPTOP, "phone": _descriptors[PHONE]}
+
+
+_descriptors: dict[str, dict[str, Any]] = {}
 
 
 def chromium_path() -> str | None:
@@ -59,6 +78,10 @@ def chromium() -> Iterator[object]:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        _descriptors.update(
+            (name, {k: v for k, v in descriptor.items() if k != "default_browser_type"})
+            for name, descriptor in playwright.devices.items()
+        )
         yield browser
         browser.close()
 

@@ -17,7 +17,6 @@ from channels_api.services import create_chat_api_channel
 from delivery import services
 from delivery.models import Delivery
 from tests.delivery.target import Reply, Target, drive, send
-from tests.e2e.conftest import SIZES
 from tests.factories import AgentFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,9 +25,9 @@ PASSWORD = "agent-password"  # tests.factories.AgentFactory
 
 
 @pytest.fixture
-def admin_page(chromium: Browser, web_process: Any, size: str) -> Iterator[Page]:
+def admin_page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> Iterator[Page]:
     AgentFactory.create(email="admin@example.com", is_staff=True, is_superuser=True)
-    context = chromium.new_context(viewport=SIZES[size], base_url=web_process.url)  # type: ignore[arg-type]
+    context = chromium.new_context(**device, base_url=web_process.url)
     page = context.new_page()
     page.goto("/admin/login/")
     page.locator("#id_username").fill("admin@example.com")

@@ -21,7 +21,6 @@ from agents.content import Content
 from agents.models import Agent, CannedReply, Chat, Client, Department, Message
 from channels_api.models import ChatApiChannel
 from delivery.models import Delivery
-from tests.e2e.conftest import SIZES
 from tests.e2e.test_agent_pages import sign_in
 from tests.factories import AgentFactory, ClientFactory, text
 
@@ -60,14 +59,9 @@ OscillatorNode.prototype.start = function (...a) {
 
 
 @pytest.fixture
-def page(chromium: Browser, web_process: Any, size: str) -> Iterator[Page]:
+def page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> Iterator[Page]:
     context = chromium.new_context(
-        viewport=SIZES[size],  # type: ignore[arg-type]
-        base_url=web_process.url,
-        timezone_id="Asia/Tokyo",
-        locale="en-GB",
-        is_mobile=size == "phone",
-        has_touch=size == "phone",
+        **device, base_url=web_process.url, timezone_id="Asia/Tokyo", locale="en-GB"
     )
     context.grant_permissions(["notifications"])
     context.add_init_script(RECORDER)
@@ -360,7 +354,7 @@ def test_the_keyboard_alone(page: Page, alice: Agent, chat_api: ChatApiChannel) 
 @pytest.mark.worker
 def test_a_note_and_a_transfer_with_the_client_never_told(
     chromium: Browser, page: Page, alice: Agent, chat_api: ChatApiChannel, target: Any,
-    web_process: Any, size: str, screenshots: Path, celery_worker: Any,
+    web_process: Any, size: str, device: dict[str, Any], screenshots: Path, celery_worker: Any,
 ) -> None:  # fmt: skip
     bob = AgentFactory.create(email="bob@example.com", name="Bob Agent", is_online=True)
     carl = AgentFactory.create(name="Carl Agent", is_online=True)
@@ -402,7 +396,7 @@ def test_a_note_and_a_transfer_with_the_client_never_told(
         page.keyboard.press("Escape")
 
     # Bob's page is open: the transfer reaches him live.
-    bob_context = chromium.new_context(viewport=SIZES[size], base_url=web_process.url)  # type: ignore[arg-type]
+    bob_context = chromium.new_context(**device, base_url=web_process.url)
     bob_page = bob_context.new_page()
     sign_in(bob_page, "bob@example.com")
     until(bob_page, "document.getElementById('workspace').dataset.heard === 'true'")
@@ -417,7 +411,7 @@ def test_a_note_and_a_transfer_with_the_client_never_told(
     page.get_by_label("Note for them (only agents see it)").fill("Promised a call back today")
     form = page.locator(".transfer-form").bounding_box()
     assert form is not None and form["x"] >= 0
-    assert form["x"] + form["width"] <= SIZES[size]["width"]  # all of it on the screen
+    assert form["x"] + form["width"] <= device["viewport"]["width"]  # all of it on the screen
     page.screenshot(path=screenshots / f"transfer{'-phone' if size == 'phone' else ''}.png")
     # Carl went offline since the page was drawn: refused, said above the
     # page, the panel still open with the note.
