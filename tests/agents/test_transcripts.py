@@ -421,6 +421,38 @@ def test_a_visitor_typed_address_is_mailed_a_fixed_link_and_no_transcript_until_
     assert Mail.objects.filter(chat=again, to="victim@example.com").count() == 1
 
 
+def test_a_real_smtp_server_receives_the_link_to_confirm(
+    alice: Agent, smtp_server: Inbox, settings: Any
+) -> None:
+    visitor, _chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"name": "Mallory", "email": "cy@example.com"})
+    send_all()
+
+    [received] = smtp_server.messages
+    assert received["To"] == "cy@example.com"
+    assert received["Subject"] == "Confirm your e-mail address for Site"
+    assert set(parts(received)) == {"text/plain"}
+    body = parts(received)["text/plain"]
+    assert "Mallory" not in body
+    link = confirmation_link(body)
+    assert (
+        link.startswith(f"{settings.PUBLIC_URL}/mail/confirm/") and len(link.rsplit("/")[-1]) >= 43
+    )
+
+
+def test_the_crms_answer_trusts_the_address_the_visitor_typed(alice: Agent) -> None:
+    visitor, chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"email": "cy@example.com"})
+    Mail.objects.all().delete()  # the link to confirm, never opened
+    chat = answered(Chat.objects.get(pk=chat.pk), alice)
+
+    assert read_accept_reply(chat, {"result": "ok", "contact_info": {"email": "cy@example.com"}})
+    services.finish_chat(chat=chat, agent=alice)
+
+    assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
+    assert ClientAddress.objects.get().source == ClientAddress.Source.CRM
+
+
 def test_a_confirmation_link_that_is_unknown_or_expired_confirms_nothing(
     alice: Agent, settings: Any
 ) -> None:
