@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 
 from agents import mail, ratelimit, services
 from agents.content import Content
-from agents.models import Agent, ApiToken, Chat, Client, ClientAddress, Mail, Message
+from agents.models import Agent, Chat, Client, ClientAddress, Mail, Message
 from agents.tasks import finish_inactive_chats, send_due_mails
 from agents.transcripts import TranscriptError, send_transcript
 from devhooks import widgets
@@ -49,6 +49,20 @@ EVIL = '<script>alert("x")</script>'
 @pytest.fixture
 def alice(db: None) -> Agent:
     return AgentFactory.create(name="Alice Agent", is_online=True)
+
+
+def forget_rate(key: str) -> None:
+    """A Redis counter outlives the test database: start this key afresh."""
+    if ratelimit.redis_url():
+        store = redis.Redis.from_url(ratelimit.redis_url())
+        for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
+            store.delete(name)
+
+
+@pytest.fixture(autouse=True)
+def fresh_confirmation_limits() -> None:
+    """Each test mails its links to confirm afresh, whatever earlier runs sent."""
+    forget_rate("confirm-address*")
 
 
 def finished_chat(alice: Agent, *, email_address: str = "ann@example.com") -> Chat:
@@ -476,9 +490,6 @@ def test_confirmation_mails_to_one_address_and_from_one_channel_are_limited(
     settings.ADDRESS_CONFIRMATIONS_PER_ADDRESS_PER_DAY = 2
     settings.ADDRESS_CONFIRMATIONS_PER_CHANNEL_PER_HOUR = 3
     widget = widgets.create_widget_channel(name="Site", agent_emails=[alice.email])
-    address_key = f"confirm-address:{ApiToken.hash_key('victim@example.com')}"
-    forget_rate(address_key)
-    forget_rate(f"confirm-address-channel:{widget.channel_id}")
 
     for _n in range(3):  # three fresh visitors, one victim
         visitor, _token = widgets.new_visitor(widget, {})
@@ -569,14 +580,6 @@ def test_the_clients_unconfirmed_address_needs_the_agent_to_type_it(alice: Agent
     typed = page.post(f"/agent/chats/{chat.pk}/transcript", {"to": "cy@example.com"}, headers=fetch)
     assert typed.json()["ok"] is True
     assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
-
-
-def forget_rate(key: str) -> None:
-    """A Redis counter outlives the test database: start this key afresh."""
-    if ratelimit.redis_url():
-        store = redis.Redis.from_url(ratelimit.redis_url())
-        for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
-            store.delete(name)
 
 
 def test_transcripts_on_demand_are_limited_per_agent_to_the_clients_address_too(
