@@ -520,11 +520,14 @@ def test_an_address_from_the_widgets_contact_form_gets_the_transcript_once_an_ag
     api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=alice)}")
     url = f"/api/agent/v1/chats/{chat.pk}/client-email"
 
+    detail = f"/api/agent/v1/chats/{chat.pk}"
+    assert api.get(detail).json()["client"]["email_confirmed"] is False
     refused = api.post(url, {"email": "not an address"}, format="json")
     assert (
         refused.status_code == 400 and "not an e-mail address" in refused.json()["error"]["message"]
     )
     assert api.post(url, {}, format="json").json() == {"email": "cy@example.com", "confirmed": True}
+    assert api.get(detail).json()["client"]["email_confirmed"] is True
     assert (
         'data-testid="confirm-email"' not in page.get(f"/agent/chats/{chat.pk}/").content.decode()
     )
