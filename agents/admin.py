@@ -26,6 +26,7 @@ from agents.models import (
     Channel,
     Chat,
     Client,
+    ClientAddress,
     Department,
     Mail,
     Message,
@@ -207,6 +208,18 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(ClientAddress)
+class ClientAddressAdmin(ReadOnlyMixin, admin.ModelAdmin[ClientAddress]):
+    """Who gave each client address, and whether transcripts may go to it
+    (docs/transcripts.md): set by the services, read here."""
+
+    list_display = ["address", "client", "source", "created", "confirmed_at", "confirmed_by"]
+    list_filter = ["source"]
+    search_fields = ["address"]
+    list_select_related = ["client", "confirmed_by"]
+    exclude = ["token_hash"]
 
 
 class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Chat]):

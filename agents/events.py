@@ -62,10 +62,12 @@ class ChatAccepted(Event):
 
 @dataclass(frozen=True)
 class ChatFinished(Event):
-    """The chat was closed, by an agent (``agent_id``) or by the system."""
+    """The chat was closed, by an agent (``agent_id``) or by the system
+    (``idle``: by the idle timer, INACTIVE_CHAT_HOURS)."""
 
     chat_id: int
     agent_id: int | None
+    idle: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ class ClientUpdated(Event):
     chat_id: int | None
     fields: tuple[str, ...]
     # Who changed them: "client" (the client or the integrator for them), "bot",
-    # or "crm" (the chat_accepted reply; the CRM is not told of its own change).
+    # "agent", or "crm" (the chat_accepted reply; the CRM is not told of its own change).
     source: str = "client"
 
 

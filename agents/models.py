@@ -196,6 +196,49 @@ class Client(models.Model):
         return self.blacklisted_at is not None
 
 
+class ClientAddress(models.Model):
+    """An e-mail address a client was given by, and whether the service may
+    mail transcripts to it (docs/transcripts.md, "Which addresses get a
+    transcript"): one the client's visitor typed (the widget, a bot) is
+    trusted once the visitor opened the link mailed to it; one an agent
+    entered or confirmed, or a signed-in integrator sent (the Chat API, the
+    CRM's answer), is trusted as it comes."""
+
+    class Source(models.TextChoices):
+        VISITOR = "visitor", "typed by the visitor"
+        BOT = "bot", "collected by a bot"
+        INTEGRATOR = "integrator", "sent by the Chat API integrator"
+        CRM = "crm", "the CRM's answer"
+        AGENT = "agent", "entered or confirmed by an agent"
+
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="addresses")
+    # Lower-cased: one row per address however it was typed.
+    address = models.CharField(max_length=255)
+    source = models.CharField(max_length=20, choices=Source.choices)
+    created = models.DateTimeField(default=timezone.now)
+    # Set when the address became trusted: at once for a trusted source, when
+    # the visitor opened the link for a typed one.
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirmed_by = models.ForeignKey(
+        "Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The confirmation link's token, as its SHA-256 (agents.addresses), while it may be used.
+    token_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    confirmation_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["client", "address"], name="client_address_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.address} of client {self.client_id}"
+
+    @property
+    def trusted(self) -> bool:
+        return self.confirmed_at is not None
+
+
 class BlacklistedClientManager(models.Manager["BlacklistedClient"]):
     def get_queryset(self) -> models.QuerySet[BlacklistedClient]:
         return super().get_queryset().filter(blacklisted_at__isnull=False)

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import events, routing, telephony
+from agents import addresses, events, routing, telephony
 from agents.content import Content
 from agents.models import (
     Agent,
@@ -29,6 +29,7 @@ from agents.models import (
     Chat,
     ChatSeen,
     Client,
+    ClientAddress,
     Counter,
     Department,
     Message,
@@ -37,6 +38,13 @@ from agents.models import (
 
 CONTACT_FIELDS = ("name", "phone", "email", "photo_url", "url", "invite_text", "description")
 VISITOR_COUNTER = "visitor_number"
+# Where an address comes from, by who changed the contact data ("client" is
+# the visitor unless the caller says it is a signed-in integrator).
+ADDRESS_SOURCES = {
+    "bot": ClientAddress.Source.BOT,
+    "crm": ClientAddress.Source.CRM,
+    "agent": ClientAddress.Source.AGENT,
+}
 
 
 class ServiceError(Exception):
@@ -97,11 +105,16 @@ def _open_chat_of(client: Client, *, lock: bool = False) -> Chat | None:
 
 @transaction.atomic
 def get_or_create_client(
-    *, channel: Channel, external_id: str | int, contact: Mapping[str, str] | None = None
+    *,
+    channel: Channel,
+    external_id: str | int,
+    contact: Mapping[str, str] | None = None,
+    address_source: str = "",
 ) -> Client:
     """The client ``external_id`` of ``channel``, created on first sight.
 
-    New non-empty contact values update the client the agent sees.
+    New non-empty contact values update the client the agent sees
+    (``address_source`` as in ``update_client_contact``).
     """
     client = Client.objects.filter(channel=channel, external_id=str(external_id)).first()
     created = False
@@ -120,18 +133,34 @@ def get_or_create_client(
         Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
         client.external_id_raw = external_id
     if contact:
-        update_client_contact(client=client, contact=contact)
+        update_client_contact(client=client, contact=contact, address_source=address_source)
     return client
 
 
 @transaction.atomic
 def update_client_contact(
-    *, client: Client, contact: Mapping[str, str], source: str = "client"
+    *,
+    client: Client,
+    contact: Mapping[str, str],
+    source: str = "client",
+    address_source: str = "",
+    agent: Agent | None = None,
 ) -> list[str]:
     """Set the given non-empty contact fields; publish ClientUpdated when any changed.
 
-    ``source`` says who changed them: "client", "bot" or "crm".
+    ``source`` says who changed them: "client", "bot", "crm" or "agent"
+    (``agent``). An e-mail address is recorded with where it came from
+    (``address_source``, a ``ClientAddress.Source``; by default what
+    ``source`` implies, the visitor for "client"), which decides whether
+    transcripts may go to it (agents.addresses).
     """
+    if addresses.is_mailable(contact.get("email", "")):
+        addresses.record_address(
+            client=client,
+            address=contact["email"],
+            source=address_source or ADDRESS_SOURCES.get(source, ClientAddress.Source.VISITOR),
+            agent=agent,
+        )
     changed = [
         field
         for field, value in contact.items()
@@ -152,6 +181,20 @@ def update_client_contact(
         )
     )
     return changed
+
+
+@transaction.atomic
+def confirm_client_email(*, chat: Chat, agent: Agent, email: str = "") -> Client:
+    """An agent enters the client's e-mail address (``email``) or confirms the
+    one the client gave: transcripts may go to it (agents.addresses)."""
+    client = chat.client
+    email = email.strip() or client.email
+    if not email:
+        raise ServiceError("the client gave no e-mail address: type one")
+    if not addresses.is_mailable(email):
+        raise ServiceError(f"{email[:60]} is not an e-mail address")
+    update_client_contact(client=client, contact={"email": email}, source="agent", agent=agent)
+    return client
 
 
 # --- chat lifecycle ---------------------------------------------------------
@@ -482,7 +525,8 @@ def set_agent_typing(*, chat: Chat, agent: Agent, typing: bool) -> Chat:
 
 
 @transaction.atomic
-def finish_chat(*, chat: Chat, agent: Agent | None = None) -> Chat:
+def finish_chat(*, chat: Chat, agent: Agent | None = None, idle: bool = False) -> Chat:
+    """Finish ``chat``: by ``agent``, by the system, or by the idle timer (``idle``)."""
     chat = _lock(chat)
     if not chat.is_open:
         raise InvalidState("the chat is already finished")
@@ -498,7 +542,9 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None) -> Chat:
     chat.client_typing_until = None
     chat.agent_typing_until = None
     chat.save(update_fields=["state", "finished_at", "client_typing_until", "agent_typing_until"])
-    events.publish(events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None))
+    events.publish(
+        events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None, idle=idle)
+    )
     return chat
 
 
@@ -512,7 +558,7 @@ def finish_idle_chat(*, chat: Chat, idle_since: datetime) -> bool:
     last = chat.messages.order_by("-created").values_list("created", flat=True).first()
     if not chat.is_open or (last or chat.created) >= idle_since:
         return False
-    finish_chat(chat=chat)
+    finish_chat(chat=chat, idle=True)
     return True
 
 

@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import transaction
 from django.template.loader import render_to_string
 
-from agents import events, mail, ratelimit, selectors
+from agents import addresses, events, mail, ratelimit, selectors
 from agents.content import MEDIA_TYPES, is_http_url
 from agents.live import CLIENT_VISIBLE_AUTHORS
 from agents.models import Agent, Chat, Mail, Message
@@ -47,16 +45,13 @@ class Line:
     link_text: str = ""
 
 
-MAX_ADDRESS = 254  # the longest address SMTP carries (RFC 5321's path limit)
-
-
 def client_email(chat: Chat) -> str:
     """The client's address: what the CRM supplied for this chat when it is
     one, else the client's own."""
     contact = chat.contact_info if isinstance(chat.contact_info, dict) else {}
     crm = str(contact.get("email") or "").strip()
     own = str(chat.client.email or "").strip()
-    return crm if _valid(crm) or not _valid(own) else own
+    return crm if addresses.is_mailable(crm) or not addresses.is_mailable(own) else own
 
 
 def contact_details(chat: Chat) -> list[tuple[str, str]]:
@@ -119,7 +114,7 @@ def render(chat: Chat) -> tuple[str, str, str]:
 
 def _checked_address(address: str) -> str:
     address = address.strip()
-    if not _valid(address):
+    if not addresses.is_mailable(address):
         shown = address[:60] + ("…" if len(address) > 60 else "")
         raise TranscriptError(f"{shown or 'an empty address'} is not an e-mail address")
     return address
@@ -127,47 +122,57 @@ def _checked_address(address: str) -> str:
 
 @transaction.atomic
 def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> Mail:
-    """Mail ``chat``'s transcript to ``to``, or to the client when empty."""
+    """Mail ``chat``'s transcript to ``to``, or to the client when empty: an
+    address the agent types is theirs to vouch for; the client's own must be
+    trusted (agents.addresses). Every send an agent asks for counts towards
+    their hourly limit, to the client's address too."""
     own = client_email(chat)
     if not to.strip() and not own:
         raise TranscriptError("the client gave no e-mail address: type one")
+    if not to.strip() and not addresses.is_trusted(client=chat.client, address=own):
+        raise TranscriptError(
+            f"the client's address {own} is not confirmed yet: type it if you vouch for it"
+        )
     address = _checked_address(to or own)
-    typed = address.lower() != own.lower()
-    if typed and agent is not None:
+    if agent is not None:
         limit = settings.TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR
-        if not ratelimit.admit(key=f"transcript-typed:{agent.pk}", limit=limit, window=3600):
+        if not ratelimit.admit(key=f"transcript-on-demand:{agent.pk}", limit=limit, window=3600):
             raise TooManyTranscripts(
-                f"you mailed {limit} transcripts to typed addresses in the last hour: "
-                "try again later"
+                f"you mailed {limit} transcripts in the last hour: try again later"
             )
     subject, text, html = render(chat)
     return mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
 
 
+def _to_client(chat: Chat, event: events.ChatFinished) -> str:
+    """The address a finished chat's transcript goes to, or "" for none."""
+    address = client_email(chat)
+    # A client blacklisted in this chat is sent nothing (the archive still is).
+    if not chat.channel.send_transcripts or chat.blacklisted or not addresses.is_mailable(address):
+        return ""
+    # Only to an address the service has reason to trust: a typed one could
+    # be anyone's, and the chat the typist's text.
+    if not addresses.is_trusted(client=chat.client, address=address):
+        return ""
+    # Finished by the idle timer with no agent's word in it: nobody answered,
+    # so the client is sent no copy of what they alone wrote.
+    if event.idle and not chat.messages.filter(author=Message.Author.AGENT).exists():
+        return ""
+    return address
+
+
 def on_chat_finished(event: events.ChatFinished) -> None:
     """A finished chat's transcript to the client (and the archive)."""
     chat = Chat.objects.select_related("channel", "client").get(pk=event.chat_id)
-    address = client_email(chat)
-    # A client blacklisted in this chat is sent nothing (the archive still is).
-    to_client = chat.channel.send_transcripts and not chat.blacklisted and _valid(address)
+    to_client = _to_client(chat, event)
     archive = settings.TRANSCRIPT_ARCHIVE_EMAIL
     if not to_client and not archive:
         return
     subject, text, html = render(chat)
     if to_client:
-        mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
+        mail.queue_mail(to=to_client, subject=subject, text=text, html=html, chat=chat)
     if archive:
         mail.queue_mail(to=archive, subject=f"[archive] {subject}", text=text, html=html, chat=chat)
-
-
-def _valid(address: str) -> bool:
-    if not address or len(address) > MAX_ADDRESS:
-        return False
-    try:
-        validate_email(address)
-    except ValidationError:
-        return False
-    return True
 
 
 def connect() -> None:

@@ -35,6 +35,7 @@ urlpatterns = [
     path("chats/<int:chat_id>/messages/<int:message_id>/retry", views.retry, name="retry"),
     path("chats/<int:chat_id>/assign", views.crm_assign, name="crm-assign"),
     path("chats/<int:chat_id>/transcript", transcript.send, name="transcript"),
+    path("chats/<int:chat_id>/client-email", transcript.confirm_email, name="client-email"),
     path("chats/<int:chat_id>/transfer", transfer.transfer, name="transfer"),
     path("chats/<int:chat_id>/files", files.attach, name="attach"),
     path("chats/<int:chat_id>/blacklist", blacklist.blacklist, name="blacklist"),

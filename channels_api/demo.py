@@ -6,7 +6,7 @@ from django.conf import settings
 
 from agents import services as chats
 from agents.content import Content
-from agents.models import Agent, Chat
+from agents.models import Agent, Chat, ClientAddress
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
 
@@ -31,6 +31,7 @@ def _waiting_customer(chat_api: ChatApiChannel) -> None:
         channel=channel,
         external_id=f"demo-customer-{number}",
         contact={"name": "Demo Customer", "email": f"customer{number}@example.com"},
+        address_source=ClientAddress.Source.INTEGRATOR,  # as its integrator would send it
     )
     chats.post_client_message(
         client=client, content=Content("text", f"Hi! Where is my order #{1000 + number}?", {})

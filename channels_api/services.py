@@ -16,7 +16,7 @@ from django.db import transaction
 from agents import idempotency
 from agents import services as chats
 from agents.content import Content
-from agents.models import Agent, Channel, Chat, Client, Message
+from agents.models import Agent, Channel, Chat, Client, ClientAddress, Message
 from channels_api import payloads, selectors
 from channels_api.models import ChatApiChannel, MessageDelivery
 from delivery import services as delivery
@@ -125,8 +125,12 @@ def receive_user_message(
     if message.content is None:
         _set_typing(chat_api, message)
         return None
+    # The integrator signs in to send: the address it gives for its user is trusted.
     client = chats.get_or_create_client(
-        channel=chat_api.channel, external_id=message.sender_id, contact=message.contact
+        channel=chat_api.channel,
+        external_id=message.sender_id,
+        contact=message.contact,
+        address_source=ClientAddress.Source.INTEGRATOR,
     )
     if chat_api.unique_message_ids and _seen_message_id(client, message.message_id):
         logger.info("chat_api.duplicate_message message_id=%s", message.message_id)

@@ -321,6 +321,16 @@ TRANSCRIPT_ARCHIVE_EMAIL = env.str("TRANSCRIPT_ARCHIVE_EMAIL", default="")
 TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR = env.int(
     "TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR", default=20
 )
+# A visitor-typed address gets transcripts once the visitor opened the link
+# mailed to it (docs/transcripts.md): the link's life, and how often such a
+# mail may go to one address (a day) and from one channel (an hour).
+ADDRESS_CONFIRMATION_HOURS = env.int("ADDRESS_CONFIRMATION_HOURS", default=48)
+ADDRESS_CONFIRMATIONS_PER_ADDRESS_PER_DAY = env.int(
+    "ADDRESS_CONFIRMATIONS_PER_ADDRESS_PER_DAY", default=3
+)
+ADDRESS_CONFIRMATIONS_PER_CHANNEL_PER_HOUR = env.int(
+    "ADDRESS_CONFIRMATIONS_PER_CHANNEL_PER_HOUR", default=100
+)
 # Sends a mail may take before it is marked failed, and the first pause
 # between them (doubled after each failure).
 MAIL_MAX_ATTEMPTS = env.int("MAIL_MAX_ATTEMPTS", default=5)

@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.pages import addresses as address_pages
 from agents.pages import files as agent_files
 from agents.streams import agent_api_stream, visitor_stream
 from config import errors
@@ -42,6 +43,7 @@ def agent_api_root(request: Request) -> Response:
                 "files": f"{base}chats/{{id}}/files",
                 "transfer": f"{base}chats/{{id}}/transfer",
                 "transcript": f"{base}chats/{{id}}/transcript",
+                "client_email": f"{base}chats/{{id}}/client-email",
                 "blacklist": f"{base}chats/{{id}}/blacklist",
                 "calls": f"{base}calls",
                 "call_progress": f"{base}calls/{{id}}/progress",
@@ -65,6 +67,7 @@ urlpatterns = [
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/stream", agent_api_stream, name="agent-api-stream"),
     path("visitor/<str:token>/stream", visitor_stream, name="visitor-stream"),
+    path("mail/confirm/<str:token>", address_pages.confirm, name="confirm-address"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),
     path("", include("bots.urls")),

@@ -6,6 +6,7 @@ import factory
 from django.test import Client as Browser
 from factory.django import DjangoModelFactory
 
+from agents import addresses
 from agents.content import Content
 from agents.models import Agent, Channel, Chat, Client, Message
 from agents.services import _next_visitor_number
@@ -38,12 +39,20 @@ class ChannelFactory(DjangoModelFactory[Channel]):
 class ClientFactory(DjangoModelFactory[Client]):
     class Meta:
         model = Client
+        skip_postgeneration_save = True
 
     channel = factory.SubFactory(ChannelFactory)
     external_id = factory.Sequence(lambda n: f"user-{n}")
     external_id_raw = factory.SelfAttribute("external_id")
     name = factory.Sequence(lambda n: f"Client {n}")
     visitor_number = factory.LazyFunction(_next_visitor_number)
+
+    @factory.post_generation
+    def email_from(obj: Client, create: bool, extracted: str | None, **kwargs: object) -> None:
+        """``email_from="integrator"``: who gave the client's address
+        (a ``ClientAddress.Source``), recorded as the services record it."""
+        if create and extracted and obj.email:
+            addresses.record_address(client=obj, address=obj.email, source=extracted)
 
 
 class ChatFactory(DjangoModelFactory[Chat]):

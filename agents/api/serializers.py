@@ -4,8 +4,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agents import addresses
 from agents.content import ContentError, clean_content
-from agents.models import Call, Message
+from agents.models import Call, Client, Message
 
 AGENT_TEXT_LIMIT = 4000
 
@@ -45,6 +46,11 @@ class ContactOut(serializers.Serializer[Any]):
     visitor = serializers.JSONField(source="visitor_data")
     blacklisted = serializers.BooleanField(source="is_blacklisted")
     blacklist_reason = serializers.CharField()
+    # Whether transcripts may go to ``email`` (docs/transcripts.md).
+    email_confirmed = serializers.SerializerMethodField()
+
+    def get_email_confirmed(self, client: Client) -> bool:
+        return addresses.is_trusted(client=client, address=client.email)
 
 
 class AgentRefOut(serializers.Serializer[Any]):

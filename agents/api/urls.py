@@ -19,6 +19,7 @@ urlpatterns = [
     path("chats/<int:chat_id>/typing", views.TypingView.as_view(), name="typing"),
     path("chats/<int:chat_id>/assign", views.CrmAssignView.as_view(), name="crm-assign"),
     path("chats/<int:chat_id>/transcript", views.TranscriptView.as_view(), name="transcript"),
+    path("chats/<int:chat_id>/client-email", views.ClientEmailView.as_view(), name="client-email"),
     path("chats/<int:chat_id>/blacklist", views.BlacklistView.as_view(), name="blacklist"),
     path("chats/<int:chat_id>/notes", views.NotesView.as_view(), name="notes"),
     path("chats/<int:chat_id>/files", views.FileUploadView.as_view(), name="files"),

@@ -271,6 +271,33 @@ class TranscriptView(AgentView):
         return Response({"to": mail.to, "status": mail.status})
 
 
+class ClientEmailIn(serializers.Serializer[Any]):
+    email = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
+
+
+class ClientEmailOut(serializers.Serializer[Any]):
+    email = serializers.CharField()
+    confirmed = serializers.BooleanField()
+
+
+class ClientEmailView(AgentView):
+    @extend_schema(
+        request=ClientEmailIn,
+        responses=ClientEmailOut,
+        summary="Enter the client's e-mail address, or confirm the one they gave: "
+        "transcripts may go to it",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = ClientEmailIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        client = services.confirm_client_email(
+            chat=self.chat(request, chat_id),
+            agent=self.agent(request),
+            email=body.validated_data["email"],
+        )
+        return Response({"email": client.email, "confirmed": True})
+
+
 class BlacklistIn(serializers.Serializer[Any]):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
 

@@ -1,4 +1,5 @@
-"""The chat page's "Send transcript": the chat's log by e-mail (docs/transcripts.md)."""
+"""The chat page's "Send transcript": the chat's log by e-mail, and the
+client card's "Confirm" of the client's address (docs/transcripts.md)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from agents import transcripts
-from agents.pages.workspace import _agent, _chat, _refused, _wants_json
+from agents import services, transcripts
+from agents.pages.workspace import _act, _agent, _chat, _refused, _wants_json
 
 
 @login_required
@@ -27,3 +28,15 @@ def send(request: HttpRequest, chat_id: int) -> HttpResponse:
         return JsonResponse({"ok": True, "message": done})
     messages.success(request, done)
     return redirect("agent:chat", chat.pk)
+
+
+@login_required
+@require_POST
+def confirm_email(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """The agent vouches for the client's address (or enters one)."""
+    email = request.POST.get("email", "")
+    return _act(
+        request,
+        chat_id,
+        lambda chat, agent: services.confirm_client_email(chat=chat, agent=agent, email=email),
+    )

@@ -5,6 +5,7 @@ server (aiosmtpd), and the agent's on-demand transcript (docs/transcripts.md).""
 from __future__ import annotations
 
 import email
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from email.message import Message as MimeMessage
@@ -22,10 +23,11 @@ from rest_framework.test import APIClient
 
 from agents import mail, ratelimit, services
 from agents.content import Content
-from agents.models import Agent, Chat, Client, Mail, Message
-from agents.tasks import send_due_mails
+from agents.models import Agent, Chat, Client, ClientAddress, Mail, Message
+from agents.tasks import finish_inactive_chats, send_due_mails
 from agents.transcripts import TranscriptError, send_transcript
 from devhooks import widgets
+from devhooks.models import WidgetChannel
 from devhooks.services import read_accept_reply
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
@@ -47,6 +49,20 @@ EVIL = '<script>alert("x")</script>'
 @pytest.fixture
 def alice(db: None) -> Agent:
     return AgentFactory.create(name="Alice Agent", is_online=True)
+
+
+def forget_rate(key: str) -> None:
+    """A Redis counter outlives the test database: start this key afresh."""
+    if ratelimit.redis_url():
+        store = redis.Redis.from_url(ratelimit.redis_url())
+        for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
+            store.delete(name)
+
+
+@pytest.fixture(autouse=True)
+def fresh_confirmation_limits() -> None:
+    """Each test mails its links to confirm afresh, whatever earlier runs sent."""
+    forget_rate("confirm-address*")
 
 
 def finished_chat(alice: Agent, *, email_address: str = "ann@example.com") -> Chat:
@@ -294,7 +310,7 @@ def test_an_address_smtp_cannot_carry_mails_nothing_and_the_chat_still_finishes(
 
 def test_a_crm_address_that_is_none_falls_back_to_the_clients_own(alice: Agent) -> None:
     channel = ChannelFactory.create(agents=[alice])
-    client = ClientFactory.create(channel=channel, email="own@example.com")
+    client = ClientFactory.create(channel=channel, email="own@example.com", email_from="integrator")
     chat = services.post_client_message(client=client, content=text("hi")).chat
     Chat.objects.filter(pk=chat.pk).update(contact_info={"email": "not an address"})
 
@@ -324,7 +340,7 @@ def test_a_channel_name_on_two_lines_still_makes_a_one_line_subject(
     alice: Agent, mailoutbox: list[Any]
 ) -> None:
     channel = ChannelFactory.create(agents=[alice], name="Acme\nBcc: eve@example.com")
-    client = ClientFactory.create(channel=channel, email="ann@example.com")
+    client = ClientFactory.create(channel=channel, email="ann@example.com", email_from="integrator")
     chat = services.post_client_message(client=client, content=text("hi")).chat
     services.finish_chat(chat=chat)
 
@@ -347,40 +363,235 @@ def test_a_chat_api_senders_address_gets_the_transcript(integrator: Integrator) 
     assert [m.to for m in Mail.objects.all()] == ["ann@example.com"]
 
 
-def test_an_address_a_bot_collected_gets_the_transcript(bot: BotSetup) -> None:
+def confirmation_link(body: str) -> str:
+    [link] = re.findall(r"http\S+/mail/confirm/\S+", body)
+    return link
+
+
+def widget_visitor(alice: Agent) -> tuple[Client, Chat]:
+    widget = widgets.create_widget_channel(name="Site", agent_emails=[alice.email])
+    visitor, _token = widgets.new_visitor(widget, {})
+    chat = widgets.send_message(widget, visitor, "hi").chat
+    return visitor, chat
+
+
+def answered(chat: Chat, agent: Agent) -> Chat:
+    services.accept_chat(chat=chat, agent=agent)
+    services.post_agent_message(chat=chat, agent=agent, content=text("Hello"))
+    return chat
+
+
+def test_an_address_a_bot_collected_gets_a_link_to_confirm_not_the_transcript(
+    bot: BotSetup, mailoutbox: list[Any]
+) -> None:
     chat = bot.say("my mail?")
     info = {"event": "CLIENT_INFO", "client_id": str(chat.client_id), "chat_id": str(chat.pk)}
     assert bot.b2({**info, "email": "bo@example.com"}).status_code == 200
 
     services.finish_chat(chat=Chat.objects.get(pk=chat.pk))
+    send_all()
 
-    assert [m.to for m in Mail.objects.all()] == ["bo@example.com"]
+    [asked] = mailoutbox
+    assert asked.to == ["bo@example.com"] and asked.subject == "Confirm your e-mail address for App"
+    assert "my mail?" not in asked.body
 
 
-def test_an_address_from_the_widgets_contact_form_gets_the_transcript(alice: Agent) -> None:
+def test_a_visitor_typed_address_is_mailed_a_fixed_link_and_no_transcript_until_confirmed(
+    alice: Agent, mailoutbox: list[Any], settings: Any
+) -> None:
+    """The phishing case: a stranger types a victim's address and a lure."""
+    visitor, chat = widget_visitor(alice)
+    lure = "Your account is locked: log in at https://evil.example"
+    widgets.set_contact(visitor, {"name": f"Bank {lure}", "email": "victim@example.com"})
+    widgets.send_message(WidgetChannel.objects.get(), visitor, lure)
+    widgets.set_contact(visitor, {"email": "victim@example.com"})  # again: no second mail
+    services.finish_chat(chat=answered(Chat.objects.get(pk=chat.pk), alice), agent=alice)
+    send_all()
+
+    [asked] = mailoutbox
+    assert (
+        asked.to == ["victim@example.com"]
+        and asked.subject == "Confirm your e-mail address for Site"
+    )
+    assert "evil.example" not in asked.body and "Bank" not in asked.body and not asked.alternatives
+    assert Mail.objects.get().chat_id is None  # no transcript queued at all
+
+    # The link shows a question; only its button (a POST) confirms.
+    link = confirmation_link(asked.body)
+    path = link.removeprefix(settings.PUBLIC_URL)
+    browser = Browser(enforce_csrf_checks=True)
+    shown = browser.get(path)
+    assert shown.status_code == 200 and "victim@example.com" in shown.content.decode()
+    assert not ClientAddress.objects.get().trusted
+    assert browser.post(path).status_code == 403  # no CSRF token: nothing confirmed
+    token = shown.cookies["csrftoken"].value
+    done = browser.post(path, {"csrfmiddlewaretoken": token})
+    assert done.status_code == 200 and "Address confirmed" in done.content.decode()
+    assert browser.post(path, {"csrfmiddlewaretoken": token}).status_code == 404  # used once
+
+    # The next chat, answered and finished, is mailed to the confirmed address.
+    again = widgets.send_message(WidgetChannel.objects.get(), visitor, "thanks").chat
+    services.finish_chat(chat=answered(again, alice), agent=alice)
+    assert Mail.objects.filter(chat=again, to="victim@example.com").count() == 1
+
+
+def test_a_real_smtp_server_receives_the_link_to_confirm(
+    alice: Agent, smtp_server: Inbox, settings: Any
+) -> None:
+    visitor, _chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"name": "Mallory", "email": "cy@example.com"})
+    send_all()
+
+    [received] = smtp_server.messages
+    assert received["To"] == "cy@example.com"
+    assert received["Subject"] == "Confirm your e-mail address for Site"
+    assert set(parts(received)) == {"text/plain"}
+    body = parts(received)["text/plain"]
+    assert "Mallory" not in body
+    link = confirmation_link(body)
+    assert (
+        link.startswith(f"{settings.PUBLIC_URL}/mail/confirm/") and len(link.rsplit("/")[-1]) >= 43
+    )
+
+
+def test_the_crms_answer_trusts_the_address_the_visitor_typed(alice: Agent) -> None:
+    visitor, chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"email": "cy@example.com"})
+    Mail.objects.all().delete()  # the link to confirm, never opened
+    chat = answered(Chat.objects.get(pk=chat.pk), alice)
+
+    assert read_accept_reply(chat, {"result": "ok", "contact_info": {"email": "cy@example.com"}})
+    services.finish_chat(chat=chat, agent=alice)
+
+    assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
+    assert ClientAddress.objects.get().source == ClientAddress.Source.CRM
+
+
+def test_a_confirmation_link_that_is_unknown_or_expired_confirms_nothing(
+    alice: Agent, settings: Any
+) -> None:
+    visitor, _chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"email": "cy@example.com"})
+    path = confirmation_link(Mail.objects.get().text).removeprefix(settings.PUBLIC_URL)
+    browser = Browser()
+
+    unknown = browser.get("/mail/confirm/" + "A" * 43)
+    assert unknown.status_code == 404 and "not valid" in unknown.content.decode()
+    sent = timezone.now() - timedelta(hours=settings.ADDRESS_CONFIRMATION_HOURS, minutes=1)
+    ClientAddress.objects.update(confirmation_sent_at=sent)
+    expired = browser.post(path)
+    assert expired.status_code == 404 and "expired" in expired.content.decode()
+    assert not ClientAddress.objects.get().trusted
+
+
+def test_confirmation_mails_to_one_address_and_from_one_channel_are_limited(
+    alice: Agent, settings: Any
+) -> None:
+    settings.ADDRESS_CONFIRMATIONS_PER_ADDRESS_PER_DAY = 2
+    settings.ADDRESS_CONFIRMATIONS_PER_CHANNEL_PER_HOUR = 3
     widget = widgets.create_widget_channel(name="Site", agent_emails=[alice.email])
-    visitor, _token = widgets.new_visitor(widget, {})
-    chat = widgets.send_message(widget, visitor, "hi").chat
+
+    for _n in range(3):  # three fresh visitors, one victim
+        visitor, _token = widgets.new_visitor(widget, {})
+        widgets.set_contact(visitor, {"email": "victim@example.com"})
+    for n in range(3):
+        visitor, _token = widgets.new_visitor(widget, {})
+        widgets.set_contact(visitor, {"email": f"other{n}@example.com"})
+
+    assert sorted(Mail.objects.values_list("to", flat=True)) == [
+        "other0@example.com",
+        "victim@example.com",
+        "victim@example.com",
+    ]
+
+
+def test_an_address_from_the_widgets_contact_form_gets_the_transcript_once_an_agent_confirms_it(
+    alice: Agent,
+) -> None:
+    from agents.tokens import issue_token
+
+    visitor, chat = widget_visitor(alice)
     widgets.set_contact(visitor, {"name": "Cy", "email": "cy@example.com"})
+    Mail.objects.all().delete()  # the link to confirm
+    chat = answered(Chat.objects.get(pk=chat.pk), alice)
+    page = page_of(alice)
+    assert 'data-testid="confirm-email"' in page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=alice)}")
+    url = f"/api/agent/v1/chats/{chat.pk}/client-email"
 
-    services.finish_chat(chat=Chat.objects.get(pk=chat.pk))
+    detail = f"/api/agent/v1/chats/{chat.pk}"
+    assert api.get(detail).json()["client"]["email_confirmed"] is False
+    refused = api.post(url, {"email": "not an address"}, format="json")
+    assert (
+        refused.status_code == 400 and "not an e-mail address" in refused.json()["error"]["message"]
+    )
+    assert api.post(url, {}, format="json").json() == {"email": "cy@example.com", "confirmed": True}
+    assert api.get(detail).json()["client"]["email_confirmed"] is True
+    assert (
+        'data-testid="confirm-email"' not in page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    )
+    services.finish_chat(chat=chat, agent=alice)
 
+    assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
+    assert ClientAddress.objects.get().confirmed_by == alice
+
+
+def test_an_agent_enters_an_address_on_the_chat_page(alice: Agent) -> None:
+    visitor, chat = widget_visitor(alice)
+    chat = answered(Chat.objects.get(pk=chat.pk), alice)
+
+    page_of(alice).post(f"/agent/chats/{chat.pk}/client-email", {"email": "dee@example.com"})
+    services.finish_chat(chat=chat, agent=alice)
+
+    assert Client.objects.get(pk=visitor.pk).email == "dee@example.com"
+    assert [m.to for m in Mail.objects.all()] == ["dee@example.com"]
+
+
+def test_an_idle_chat_nobody_answered_is_mailed_only_to_the_archive(
+    alice: Agent, settings: Any
+) -> None:
+    settings.TRANSCRIPT_ARCHIVE_EMAIL = "archive@acme.example"
+    channel = ChannelFactory.create(agents=[alice])
+    quiet = ClientFactory.create(channel=channel, email="q@example.com", email_from="integrator")
+    talked = ClientFactory.create(channel=channel, email="t@example.com", email_from="integrator")
+    services.post_client_message(client=quiet, content=text("anyone?"))
+    answered(services.post_client_message(client=talked, content=text("hi")).chat, alice)
+    Message.objects.update(
+        created=timezone.now() - timedelta(hours=settings.INACTIVE_CHAT_HOURS + 1)
+    )
+    Chat.objects.update(created=timezone.now() - timedelta(hours=settings.INACTIVE_CHAT_HOURS + 1))
+
+    assert finish_inactive_chats() == 2
+
+    assert sorted(Mail.objects.values_list("to", flat=True)) == [
+        "archive@acme.example",
+        "archive@acme.example",
+        "t@example.com",
+    ]
+
+
+def test_the_clients_unconfirmed_address_needs_the_agent_to_type_it(alice: Agent) -> None:
+    visitor, chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"email": "cy@example.com"})
+    Mail.objects.all().delete()
+    page = page_of(alice)
+    fetch = {"X-Requested-With": "fetch"}
+
+    refused = page.post(f"/agent/chats/{chat.pk}/transcript", {"to": ""}, headers=fetch)
+    assert refused.status_code == 400 and "not confirmed" in refused.json()["error"]["message"]
+    typed = page.post(f"/agent/chats/{chat.pk}/transcript", {"to": "cy@example.com"}, headers=fetch)
+    assert typed.json()["ok"] is True
     assert [m.to for m in Mail.objects.all()] == ["cy@example.com"]
 
 
-def forget_rate(key: str) -> None:
-    """A Redis counter outlives the test database: start this key afresh."""
-    if ratelimit.redis_url():
-        store = redis.Redis.from_url(ratelimit.redis_url())
-        for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
-            store.delete(name)
-
-
-def test_transcripts_to_typed_addresses_are_limited_per_agent(alice: Agent, settings: Any) -> None:
+def test_transcripts_on_demand_are_limited_per_agent_to_the_clients_address_too(
+    alice: Agent, settings: Any
+) -> None:
     from agents.tokens import issue_token
 
-    settings.TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR = 2
-    forget_rate(f"transcript-typed:{alice.pk}")
+    settings.TRANSCRIPTS_TO_TYPED_ADDRESSES_PER_HOUR = 3
+    forget_rate(f"transcript-on-demand:{alice.pk}")
     chat = finished_chat(alice)  # the client's address: ann.lee@crm.example (the CRM's)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=alice)}")
@@ -388,15 +599,15 @@ def test_transcripts_to_typed_addresses_are_limited_per_agent(alice: Agent, sett
 
     for n in range(2):
         assert api.post(url, {"to": f"me{n}@acme.example"}, format="json").status_code == 200
-    refused = api.post(url, {"to": "me3@acme.example"}, format="json")
+    assert api.post(url, {}, format="json").status_code == 200  # the client's own: counted
+    refused = api.post(url, {}, format="json")
 
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_requests"
     assert "try again later" in refused.json()["error"]["message"]
     page = page_of(alice)
     page.post(f"/agent/chats/{chat.pk}/transcript", {"to": "me4@acme.example"})
-    assert not Mail.objects.filter(to__in=["me3@acme.example", "me4@acme.example"]).exists()
-    # The client's own address is not counted: it is no relay to anyone.
-    assert api.post(url, {}, format="json").status_code == 200
+    assert not Mail.objects.filter(to="me4@acme.example").exists()
+    assert Mail.objects.filter(to="ann.lee@crm.example").count() == 2  # at finishing, on demand
 
 
 def test_the_transcript_names_every_agent_who_answered_a_transferred_chat(
@@ -404,7 +615,7 @@ def test_the_transcript_names_every_agent_who_answered_a_transferred_chat(
 ) -> None:
     bob = AgentFactory.create(name="Bob Agent", is_online=True)
     channel = ChannelFactory.create(agents=[alice, bob])
-    client = ClientFactory.create(channel=channel, email="ann@example.com")
+    client = ClientFactory.create(channel=channel, email="ann@example.com", email_from="integrator")
     chat = services.post_client_message(client=client, content=text("hi")).chat
     services.accept_chat(chat=chat, agent=alice)
     services.post_agent_message(chat=chat, agent=alice, content=text("Hi, Alice here"))

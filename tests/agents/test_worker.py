@@ -36,7 +36,7 @@ def test_the_worker_mails_a_finished_chats_transcript(celery_worker: Worker, set
     from agents.models import Mail
     from tests.factories import ClientFactory, text
 
-    client = ClientFactory.create(name="Wendy", email="wendy@example.com")
+    client = ClientFactory.create(name="Wendy", email="wendy@example.com", email_from="integrator")
     chat = services.post_client_message(client=client, content=text("Please mail me this")).chat
     folder = Path(settings.VAR_DIR) / "mail"
     before = set(folder.glob("*")) if folder.exists() else set()

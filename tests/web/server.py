@@ -59,7 +59,8 @@ class WebServer:
             try:
                 requests.get(f"{self.base_url}/agent/login/", timeout=5)
                 return self
-            except requests.ConnectionError:
+            # Still booting: refused, or accepted and not answered yet (a loaded machine).
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the web server did not start:\n{self.stderr()}")

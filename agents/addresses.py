@@ -1,0 +1,136 @@
+"""Which client addresses the service may mail a transcript to
+(docs/transcripts.md, "Which addresses get a transcript").
+
+Anyone can type an address into the widget, so a typed address alone would
+let a stranger have the service mail their text to anyone. An address is
+trusted when an agent entered or confirmed it, when a signed-in integrator
+sent it (the Chat API's sender, the CRM's answer), or when the visitor who
+typed it opened the link the service mailed to it: a fixed text, sent once
+per address and client, and only a few times a day to one address and an
+hour from one channel, so the confirmation itself is no relay.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from agents import mail, ratelimit
+from agents.models import Agent, ApiToken, Client, ClientAddress
+
+_hash = ApiToken.hash_key  # SHA-256, as every token here is kept
+
+logger = logging.getLogger(__name__)
+
+TRUSTED_SOURCES = (
+    ClientAddress.Source.INTEGRATOR,
+    ClientAddress.Source.CRM,
+    ClientAddress.Source.AGENT,
+)
+DAY = 24 * 3600
+MAX_ADDRESS = 254
+
+
+class ConfirmationError(Exception):
+    """A confirmation link that is unknown, used or expired."""
+
+
+def is_mailable(address: str) -> bool:
+    """A well-formed address SMTP can carry (RFC 5321's path limit: 254)."""
+    if not address or len(address) > MAX_ADDRESS:
+        return False
+    try:
+        validate_email(address)
+    except ValidationError:
+        return False
+    return True
+
+
+def is_trusted(*, client: Client, address: str) -> bool:
+    """May the service mail ``client``'s transcripts to ``address``?"""
+    key = address.strip().lower()
+    return bool(key) and client.addresses.filter(address=key, confirmed_at__isnull=False).exists()
+
+
+@transaction.atomic
+def record_address(
+    *, client: Client, address: str, source: str, agent: Agent | None = None
+) -> ClientAddress:
+    """Note that ``source`` gave ``address`` for ``client``: trusted at once
+    from a trusted source; from the visitor or a bot, a link to confirm it
+    is mailed to it (once per address and client)."""
+    row, _created = ClientAddress.objects.select_for_update().get_or_create(
+        client=client, address=address.strip().lower(), defaults={"source": source}
+    )
+    if row.trusted:
+        return row
+    if source in TRUSTED_SOURCES:
+        row.source, row.confirmed_at, row.confirmed_by = source, timezone.now(), agent
+        row.token_hash = ""
+        row.save(update_fields=["source", "confirmed_at", "confirmed_by", "token_hash"])
+    elif row.confirmation_sent_at is None:
+        _ask_to_confirm(row)
+    return row
+
+
+def _ask_to_confirm(row: ClientAddress) -> None:
+    per_address = settings.ADDRESS_CONFIRMATIONS_PER_ADDRESS_PER_DAY
+    per_channel = settings.ADDRESS_CONFIRMATIONS_PER_CHANNEL_PER_HOUR
+    admitted = ratelimit.admit(
+        key=f"confirm-address:{_hash(row.address)}", limit=per_address, window=DAY
+    ) and ratelimit.admit(
+        key=f"confirm-address-channel:{row.client.channel_id}", limit=per_channel, window=3600
+    )
+    if not admitted:
+        logger.warning("address.confirmation_limited client=%s", row.client_id)
+        return
+    token = secrets.token_urlsafe(32)  # 256 bits
+    row.token_hash, row.confirmation_sent_at = _hash(token), timezone.now()
+    row.save(update_fields=["token_hash", "confirmation_sent_at"])
+    # A fixed text: nothing the visitor chose (not even their name) is in it.
+    context = {
+        "channel": row.client.channel.name,
+        "link": f"{settings.PUBLIC_URL}/mail/confirm/{token}",
+        "hours": settings.ADDRESS_CONFIRMATION_HOURS,
+    }
+    mail.queue_mail(
+        to=row.address,
+        subject=" ".join(f"Confirm your e-mail address for {row.client.channel.name}".split()),
+        text=render_to_string("agents/mail/confirm_address.txt", context),
+    )
+
+
+def address_for_token(token: str) -> ClientAddress:
+    """The unconfirmed address whose link carries ``token``; its link still valid."""
+    digest = _hash(token)
+    row = ClientAddress.objects.select_related("client__channel").filter(token_hash=digest).first()
+    # Found by its hash, compared again in constant time: the lookup's timing
+    # tells nothing of a token (agents/tokens.py does the same).
+    if row is None or not hmac.compare_digest(row.token_hash, digest):
+        raise ConfirmationError("this link is not valid (any more)")
+    sent = row.confirmation_sent_at or row.created
+    if sent + timedelta(hours=settings.ADDRESS_CONFIRMATION_HOURS) < timezone.now():
+        raise ConfirmationError("this link has expired")
+    return row
+
+
+@transaction.atomic
+def confirm_address(*, token: str) -> ClientAddress:
+    """The visitor opened the link and confirmed: the address is trusted."""
+    row = address_for_token(token)
+    row = ClientAddress.objects.select_for_update().get(pk=row.pk)
+    if row.token_hash != _hash(token):  # confirmed a moment ago, by another request
+        raise ConfirmationError("this link is not valid (any more)")
+    row.confirmed_at, row.token_hash = timezone.now(), ""
+    row.save(update_fields=["confirmed_at", "token_hash"])
+    logger.info("address.confirmed client=%s", row.client_id)
+    return row
