@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agents import demo
 from agents.models import Agent, Mail
+from tests.agents.test_transcripts import forget_rate
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -24,6 +25,13 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "agent-password"  # tests.factories.AgentFactory
 NEW = "quiet-harbour-lantern"
 WEAK = ["password", "a", "1234567890", "ann-lee-example", "short-pw"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rates() -> None:
+    """The reset and change limits start afresh (a Redis count outlives the
+    test database)."""
+    forget_rate("password-*")
 
 
 def signed_in(agent: Agent, password: str = PASSWORD, address: str = "203.0.113.1") -> Browser:
@@ -208,6 +216,15 @@ def test_a_forgotten_password_is_reset_by_the_link_mailed_through_the_outbox(
     assert can_sign_in(agent, NEW) and not can_sign_in(agent, PASSWORD)
     again = Browser().get(link_in(message))
     assert again.status_code == 200 and 'data-testid="reset-invalid"' in again.content.decode()
+
+
+def test_the_admins_sign_in_offers_the_same_reset() -> None:
+    page = Browser().get("/admin/login/").content.decode()
+    assert 'href="/admin/password_reset/"' in page
+
+    answer = Browser().get("/admin/password_reset/")
+
+    assert answer.status_code == 302 and answer["Location"] == "/agent/password/forgot/"
 
 
 def test_the_answer_is_the_same_whether_or_not_an_agent_has_the_address(
