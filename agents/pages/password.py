@@ -4,6 +4,7 @@ link through the outbox; the link's page sets a new password
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django import forms
@@ -44,7 +45,9 @@ def forgot(request: HttpRequest) -> HttpResponse:
             window=HOUR,
         )
         and ratelimit.admit(
-            key=f"password-reset-address:{email}",
+            # A digest: the key's length is bounded (an address may be 254
+            # characters) and no address is kept in the counter's name.
+            key=f"password-reset-address:{hashlib.sha256(email.encode()).hexdigest()}",
             limit=settings.PASSWORD_RESETS_PER_ADDRESS_PER_HOUR,
             window=HOUR,
         )

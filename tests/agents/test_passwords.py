@@ -277,6 +277,14 @@ def test_reset_requests_are_throttled_per_address_and_per_network_address(
     assert forgot("guess9@example.com", address="203.0.113.6").status_code == 302
 
 
+def test_the_longest_address_is_counted_like_any(forgot: Forgot, mailoutbox: list[Any]) -> None:
+    longest = "x" * 64 + "@" + ".".join(["d" * 60] * 3) + ".com"  # 251 characters
+    agent = AgentFactory.create(email=longest)
+
+    assert forgot(longest).status_code == 302
+    assert [m.to for m in mailoutbox] == [[agent.email]]
+
+
 @pytest.mark.parametrize(
     "path",
     [
