@@ -65,9 +65,9 @@ def change_password(*, agent: Agent, old_password: str, new_password: str) -> Ag
 
 
 def ask_password_reset(*, email: str) -> None:
-    """ "Forgot password?": the lookup and the mail happen in a worker after
-    commit, so the page's answer takes the same time and says the same thing
-    whether or not an agent has ``email``."""
+    """The ask of "Forgot password?". The lookup and the mail happen in a
+    worker after commit, so the page's answer takes the same time and says
+    the same thing whether or not an agent has ``email``."""
     transaction.on_commit(lambda: _hand_over(email))
 
 
