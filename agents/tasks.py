@@ -8,7 +8,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import idempotency, live, mail, ratelimit, services
+from agents import accounts, idempotency, live, mail, ratelimit, services
 from agents.models import Chat
 
 
@@ -49,6 +49,13 @@ def forget_live_events() -> int:
 def send_mail(mail_id: int) -> str:
     """Send one mail of the outbox (agents/mail.py)."""
     return mail.send(mail_id)
+
+
+@shared_task
+def mail_password_reset(email: str) -> bool:
+    """Queue the reset link for the agent with this address, if there is one
+    (agents/accounts.py); says whether a mail was queued."""
+    return accounts.mail_password_reset(email=email) is not None
 
 
 @shared_task

@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from agents import streams
-from agents.pages import blacklist, canned, files, settings, transcript, transfer
+from agents.pages import blacklist, canned, files, password, settings, transcript, transfer
 from agents.pages import workspace as views
 
 app_name = "agent"
@@ -17,6 +17,9 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/forgot/", password.forgot, name="password-forgot"),
+    path("password/forgot/sent/", password.sent, name="password-forgot-sent"),
+    path("password/reset/<uidb64>/<token>/", password.ResetView.as_view(), name="password-reset"),
     path("live", views.live, name="live"),
     path("stream", streams.agent_stream, name="stream"),
     path("status", views.status, name="status"),
@@ -27,6 +30,7 @@ urlpatterns = [
     path("canned/<int:reply_id>/delete", canned.delete, name="canned-delete"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/token", settings.new_token, name="new-token"),
+    path("settings/password", settings.change_password, name="change-password"),
     path("chats/<int:chat_id>/", views.home, name="chat"),
     path("chats/<int:chat_id>/accept", views.accept, name="accept"),
     path("chats/<int:chat_id>/finish", views.finish, name="finish"),

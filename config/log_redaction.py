@@ -1,9 +1,10 @@
 """Credentials carried in URL paths never reach a log.
 
-Three kinds of URL carry their credential in the path: a Chat API endpoint
+Four kinds of URL carry their credential in the path: a Chat API endpoint
 (``/chat-api/<path secret>/<public id>``), a Bot API provider's URL
-(``/webhooks/<provider id>/<bot token>``) and a visitor's live stream
-(``/visitor/<visitor token>/stream``). Every handler that can print a
+(``/webhooks/<provider id>/<bot token>``), a visitor's live stream
+(``/visitor/<visitor token>/stream``) and an agent's password-reset link
+(``/agent/password/reset/<uid>/<token>/``). Every handler that can print a
 request path carries ``RedactSecrets``: the root handler of Django's LOGGING
 (settings.py), gunicorn's and uvicorn's error and access logs
 (``config.web_server.GunicornLogger``).
@@ -23,7 +24,8 @@ REDACTED = "…"
 _SEGMENT = r"[^/?#\s\"']+"
 # Any case: /CHAT-API/<secret>/… is a 404, but its secret is still a secret.
 _PATH_SECRETS = re.compile(
-    rf"(/chat-api/){_SEGMENT}|(/webhooks/{_SEGMENT}/){_SEGMENT}|(/visitor/){_SEGMENT}",
+    rf"(/chat-api/){_SEGMENT}|(/webhooks/{_SEGMENT}/){_SEGMENT}|(/visitor/){_SEGMENT}"
+    rf"|(/agent/password/reset/{_SEGMENT}/){_SEGMENT}",
     re.IGNORECASE,
 )
 
@@ -31,7 +33,9 @@ _PATH_SECRETS = re.compile(
 def redact_secrets(text: str) -> str:
     """``text`` with the secret of every Chat API path and the token of every
     Bot API path replaced: ``/chat-api/…/<public id>``, ``/webhooks/<provider id>/…``."""
-    return _PATH_SECRETS.sub(lambda match: (match[1] or match[2] or match[3]) + REDACTED, text)
+    return _PATH_SECRETS.sub(
+        lambda match: (match[1] or match[2] or match[3] or match[4]) + REDACTED, text
+    )
 
 
 def _redacted_arg(value: Any) -> Any:

@@ -159,9 +159,29 @@ LOGIN_URL = "/agent/login/"
 LOGIN_REDIRECT_URL = "/agent/"
 LOGOUT_REDIRECT_URL = "/agent/login/"
 
+# Every password an agent or admin sets (the admin, create_agent, the
+# settings page, a reset) passes Django's four validators (docs/agent-pages.md,
+# "Passwords"); the similarity check compares with the agent's own name and e-mail.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+        "OPTIONS": {"user_attributes": ("email", "name")},
+    },
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 10},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# A reset link works for this long, and only until it is used (the password's
+# hash is part of the token) or the agent signs in.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_MINUTES", default=60) * 60
+# "Forgot password?" requests per hour for one e-mail address and from one
+# network address (then the page says to try later), so the form can neither
+# flood an inbox nor probe many addresses quickly.
+PASSWORD_RESETS_PER_ADDRESS_PER_HOUR = env.int("PASSWORD_RESETS_PER_ADDRESS_PER_HOUR", default=3)
+PASSWORD_RESETS_PER_IP_PER_HOUR = env.int("PASSWORD_RESETS_PER_IP_PER_HOUR", default=20)
 
 # --- sign-in throttling (django-axes; config/signin.py) -------------------
 # After SIGNIN_FAILURE_LIMIT failures for one account OR from one address,

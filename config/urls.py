@@ -60,6 +60,13 @@ def home(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("", home),
+    # The admin's sign-in shows "Forgotten your password?" when this name
+    # exists: admins are agents, and reset theirs as agents do.
+    path(
+        "admin/password_reset/",
+        RedirectView.as_view(pattern_name="agent:password-forgot"),
+        name="admin_password_reset",
+    ),
     path("admin/", admin.site.urls),
     path("agent/", include("agents.urls")),
     path("files/<str:token>/<str:name>", agent_files.download, name="file"),

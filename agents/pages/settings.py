@@ -1,20 +1,39 @@
-"""The agent's own settings: name, photo, notifications, a new API token
-(docs/agent-pages.md, "Settings")."""
+"""The agent's own settings: name, photo, notifications, the password, a
+new API token (docs/agent-pages.md, "Settings" and "Passwords")."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from agents import services, tokens
-from agents.models import ApiToken
+from agents import accounts, ratelimit, services, tokens
+from agents.models import Agent, ApiToken
 from agents.pages.workspace import _agent
 
 NEW_TOKEN = "agent-settings-new-token"  # noqa: S105 - a session key, not a secret
+# Tries of the current password per agent and hour: a borrowed session
+# cannot guess it (and so keep a way back in after the owner changes it).
+PASSWORD_CHANGES_PER_HOUR = 10
+
+
+class PasswordChangeForm(forms.Form):
+    old_password = forms.CharField(strip=False, max_length=4096)
+    new_password1 = forms.CharField(strip=False, max_length=4096)
+    new_password2 = forms.CharField(strip=False, max_length=4096)
+
+    def clean(self) -> dict[str, Any] | None:
+        data = super().clean()
+        if self.cleaned_data.get("new_password1") != self.cleaned_data.get("new_password2"):
+            self.add_error("new_password2", "The two new passwords differ.")
+        return data
 
 
 @never_cache
@@ -36,17 +55,54 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, "Your settings are saved.")
             return redirect("agent:settings")
+    return _page(request, agent)
+
+
+def _page(
+    request: HttpRequest,
+    agent: Agent,
+    password_form: PasswordChangeForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     # A token made by the POST below is shown here once: it waits in the
     # session (never in a URL or a cookie) and is gone after this page.
     new_token = request.session.pop(NEW_TOKEN, None)
-    return render(
-        request,
-        "agents/settings.html",
-        {
-            "new_token": new_token,
-            "has_token": ApiToken.objects.filter(agent=agent).exists(),
-        },
-    )
+    context = {
+        "new_token": new_token,
+        "has_token": ApiToken.objects.filter(agent=agent).exists(),
+        "password_form": password_form or PasswordChangeForm(),
+    }
+    return render(request, "agents/settings.html", context, status=status)
+
+
+@never_cache
+@login_required
+@require_POST
+def change_password(request: HttpRequest) -> HttpResponse:
+    """Current password, then the new one twice. This session stays signed
+    in; every other session of the agent ends (the password's hash changed)."""
+    agent = _agent(request)
+    form = PasswordChangeForm(request.POST)
+    if not form.is_valid():
+        return _page(request, agent, form, status=400)
+    if not ratelimit.admit(
+        key=f"password-change:{agent.pk}", limit=PASSWORD_CHANGES_PER_HOUR, window=3600
+    ):
+        form.add_error(None, "Too many tries: wait an hour before trying again.")
+        return _page(request, agent, form, status=429)
+    try:
+        accounts.change_password(
+            agent=agent,
+            old_password=form.cleaned_data["old_password"],
+            new_password=form.cleaned_data["new_password1"],
+        )
+    except accounts.PasswordRefused as error:
+        field = "old_password" if isinstance(error, accounts.WrongPassword) else "new_password1"
+        form.add_error(field, error.message)
+        return _page(request, agent, form, status=400)
+    update_session_auth_hash(request, agent)
+    messages.success(request, "Your password is changed; your other sessions are signed out.")
+    return redirect("agent:settings")
 
 
 @login_required

@@ -13,6 +13,8 @@ from agents.models import Agent
 
 pytestmark = pytest.mark.django_db
 
+PASSWORD = "quiet-harbour-lantern"
+
 
 def run(*args: str) -> dict[str, Any]:
     out = StringIO()
@@ -32,9 +34,9 @@ def test_create_agent_prints_a_working_token() -> None:
 
 
 def test_create_agent_with_password_can_sign_in(client) -> None:
-    run("create_agent", "--email", "bo@example.com", "--name", "Bo", "--password", "pw-123456")
+    run("create_agent", "--email", "bo@example.com", "--name", "Bo", "--password", PASSWORD)
     # django-axes checks every sign-in, and needs the request it comes with.
-    assert client.login(request=HttpRequest(), email="bo@example.com", password="pw-123456")
+    assert client.login(request=HttpRequest(), email="bo@example.com", password=PASSWORD)
 
 
 @pytest.mark.parametrize("email", ["not-an-email", "dup@example.com"])

@@ -56,10 +56,10 @@ def page(chromium: Browser, web_process: Any) -> Iterator[Page]:
     context.close()
 
 
-def sign_in(page: Page, email: str = "alice@example.com") -> None:
+def sign_in(page: Page, email: str = "alice@example.com", password: str = PASSWORD) -> None:
     page.goto("/agent/login/")
     page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_test_id("status")).to_be_visible()  # Sign out is in the menu on a phone
     assert page.url.endswith("/agent/")

@@ -32,6 +32,10 @@ TEXT = {"sender": {"id": "u-1"}, "message": {"type": "text", "text": "Hello"}}
         ("GET /CHAT-API/Ab-_9x/pub1 HTTP/1.1", "GET /CHAT-API/…/pub1 HTTP/1.1"),
         ("GET /agent/chats/12 HTTP/1.1", "GET /agent/chats/12 HTTP/1.1"),
         ("/webhooks/prov-1", "/webhooks/prov-1"),
+        (
+            "GET /agent/password/reset/MQ/cz1-0123abcdef/ HTTP/1.1",
+            "GET /agent/password/reset/MQ/…/ HTTP/1.1",
+        ),
     ],
 )
 def test_the_secret_segment_is_replaced(text: str, redacted: str) -> None:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 from django.db import transaction
 
+from agents import accounts
 from agents.models import Agent
 from agents.services import set_agent_status
 from agents.tokens import issue_token
@@ -29,7 +30,12 @@ class Command(BaseCommand):
             raise CommandError(f"not an email address: {email}") from error
         if Agent.objects.filter(email=email).exists():
             raise CommandError(f"an agent with email {email} exists already")
-        agent = Agent.objects.create_user(email, options["password"], name=options["name"])
+        agent = Agent.objects.create_user(email, name=options["name"])
+        if options["password"] is not None:
+            try:  # the validators know the agent's name and address: it is made first
+                accounts.set_password(agent=agent, password=options["password"])
+            except accounts.PasswordRefused as error:
+                raise CommandError(f"password refused: {error.message}") from error
         if options["online"]:
             set_agent_status(agent=agent, online=True)
         token = issue_token(agent=agent)
