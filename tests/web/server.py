@@ -59,7 +59,9 @@ class WebServer:
             try:
                 requests.get(f"{self.base_url}/agent/login/", timeout=5)
                 return self
-            except requests.ConnectionError:
+            # A slow first answer (a loaded machine) is not yet up either:
+            # ReadTimeout is no ConnectionError.
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the web server did not start:\n{self.stderr()}")
