@@ -185,6 +185,7 @@ def test_lists_unread_counts_reply_and_finish(
 ) -> None:
     second = customer(chat_api, "Nina", "hello there")
     first = customer(chat_api, "Olga", "my first words")
+    Chat.objects.filter(pk=second.pk).update(queued_at=timezone.now() - timedelta(minutes=12))
     sign_in(page)
     if size == "laptop":  # the lists beside the chat
         page.goto(f"/agent/chats/{first.pk}/")
@@ -193,15 +194,20 @@ def test_lists_unread_counts_reply_and_finish(
         expect(current.locator("a")).to_have_attribute("aria-current", "page")
         expect(current.get_by_test_id("unread")).to_have_count(0)
     # (a phone: the lists are its first screen)
-    expect(page.get_by_test_id("queued-chat").first).to_contain_text("Olga")  # the newest
+    # The queue: the longest-waiting client first, with how long she has waited.
+    queue = page.get_by_test_id("queued-chat")
+    expect(queue.first).to_contain_text("Nina")
+    expect(queue.first.locator("time.wait")).to_have_text("12 min")
+    expect(queue.nth(1)).to_contain_text("Olga")
 
-    # Nina writes again: her chat rises to the top with 2 unread and her last words.
+    # Nina writes again: she keeps her place, with 2 unread and her last words.
     services.post_client_message(client=second.client, content=text("still waiting"))
-    nina = page.get_by_test_id("queued-chat").first
-    expect(nina).to_contain_text("Nina", timeout=LIVE)
-    expect(nina).to_contain_text("still waiting")
+    nina = queue.first
+    expect(nina).to_contain_text("still waiting", timeout=LIVE)
+    expect(nina).to_contain_text("Nina")
     expect(nina).not_to_contain_text("hello there")
     expect(nina.get_by_test_id("unread")).to_have_text("2")
+    expect(queue.nth(1)).to_contain_text("Olga")
     if size == "phone":
         page.get_by_test_id("queued-chat").filter(has_text="Olga").locator("a").click()
         expect(page).to_have_url(re.compile(f"/agent/chats/{first.pk}/$"))
@@ -222,6 +228,15 @@ def test_lists_unread_counts_reply_and_finish(
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_test_id("finish").click()
     expect(page.locator(".closed")).to_contain_text("This chat is finished")
+
+    # Nina is answered elsewhere (the agent API's verbs): nothing of hers is unread.
+    services.accept_chat(chat=second, agent=alice)
+    services.post_agent_message(chat=second, agent=alice, content=text("Hello Nina"))
+    mine = page.get_by_test_id("active-chat").filter(has_text="Nina")
+    if size == "phone":
+        page.goto("/agent/")  # the lists are the phone's other screen
+    expect(mine).to_contain_text("You: Hello Nina", timeout=LIVE)
+    expect(mine.get_by_test_id("unread")).to_have_count(0)
 
 
 def test_an_image_that_cannot_load_shows_a_file_card_and_a_cut_text_says_so(
