@@ -500,7 +500,7 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     # Alice keeps a personal reply with a placeholder.
     page.goto("/agent/canned/")
     page.get_by_label("Shortcut").fill("greeting")
-    page.get_by_label("Text").fill("Hi {client.name}, thanks for waiting!")
+    page.get_by_label("Text").fill("Hi {{client.name}}, {{ agent.name }} here, thanks for waiting!")
     page.get_by_role("button", name="Add reply").click()
     rows = page.get_by_test_id("canned-reply")
     expect(rows.filter(has_text="/greeting")).to_contain_text("Only me")
@@ -520,11 +520,11 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     page.screenshot(path=screenshots / f"canned-replies{'-phone' if size == 'phone' else ''}.png")
     page.keyboard.press("ArrowDown")  # one option: stays on it
     page.keyboard.press("Enter")
-    expect(box).to_have_value("Hi Ann Lee, thanks for waiting!")
+    expect(box).to_have_value("Hi Ann Lee, Alice Agent here, thanks for waiting!")
     expect(page.get_by_test_id("canned-option")).to_have_count(0)
     page.keyboard.press("Enter")
     expect(page.locator(".msg-agent")).to_contain_text(
-        "Hi Ann Lee, thanks for waiting!", timeout=LIVE
+        "Hi Ann Lee, Alice Agent here, thanks for waiting!", timeout=LIVE
     )
     # The shared one is everyone's: listed, not "mine", its placeholder filled too.
     box.press_sequentially("/good")
