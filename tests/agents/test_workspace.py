@@ -304,3 +304,29 @@ def test_the_last_activity_is_kept_on_the_chat(agent: Agent) -> None:
     chat.refresh_from_db()
     assert chat.last_message_at == message.created and chat.last_message_at <= later
     assert Message.objects.filter(chat=chat).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("geoip", "shown"),
+    [
+        ({"city": "", "region": "", "country": ""}, None),
+        ({}, None),
+        ({"city": "", "region": "", "country": "France"}, "France"),
+        ({"city": "Lyon", "region": "Auvergne-Rhône-Alpes", "country": "France"}, "Lyon, France"),
+        ({"city": "", "region": "Bavaria", "country": "Germany"}, "Bavaria, Germany"),
+    ],
+)
+def test_the_visitor_card_shows_a_location_only_when_known(
+    browser: Browser, agent: Agent, geoip: dict[str, str], shown: str | None
+) -> None:
+    chat = open_chat(agent, "Olga", "hi")
+    chat.client.visitor_data = {"geoip": geoip, "user_agent": "SomeKiosk/2.0 (custom build)"}
+    chat.client.save()
+
+    html = browser.get(f"/agent/chats/{chat.pk}/").content.decode()
+
+    location = re.search(r'<dt>Location</dt><dd data-testid="visitor-location">([^<]*)</dd>', html)
+    assert (location.group(1) if location else None) == shown
+    assert "<dt>Location</dt>" in html if shown else "<dt>Location</dt>" not in html
+    # A browser ua-parser does not know stays as the visitor's browser sent it.
+    assert 'title="SomeKiosk/2.0 (custom build)">SomeKiosk/2.0 (custom build)</dd>' in html

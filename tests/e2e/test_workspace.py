@@ -599,3 +599,62 @@ def test_files_from_the_reply_box(
         "photo",
         "document",
     ]
+
+
+ANDROID_CHROME = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.6778.135 Mobile Safari/537.36"
+)
+# Too long for a line of the card; each part between "@" and dots fits one.
+LONG_EMAIL = "maximiliane.konstantinopoulou@customer-service.example-corporation.co.uk"
+
+# The first character of each line the address is laid out in, once it is
+# laid out in more than one (the live updates may redraw the card meanwhile).
+LINE_STARTS = """() => {
+  const element = document.querySelector('[data-testid="client-email"]');
+  if (!element || !element.isConnected) return null;
+  const starts = [];
+  let top = null;
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const box = range.getClientRects()[0];
+      if (!box || !node.data[i].trim()) continue;
+      if (top === null || box.top > top + 2) { starts.push(node.data[i]); top = box.top; }
+    }
+  }
+  return starts.length > 1 ? starts : null;
+}"""
+
+
+def test_the_visitor_card_names_the_browser_and_shows_only_what_is_known(
+    page: Page, alice: Agent, chat_api: ChatApiChannel, size: str
+) -> None:
+    chat = customer(chat_api, "Ann Lee", "hello?")
+    Client.objects.filter(pk=chat.client_id).update(
+        email=LONG_EMAIL,
+        visitor_data={
+            "user_agent": ANDROID_CHROME,
+            "ip_addr": "203.0.113.7",
+            "geoip": {"city": "", "region": "", "country": "", "country_code": ""},
+        },
+    )
+    sign_in(page)
+    page.goto(f"/agent/chats/{chat.pk}/")
+    if size == "phone":
+        page.get_by_role("button", name="Client details").click()
+
+    browser = page.get_by_test_id("visitor-browser")
+    expect(browser).to_have_text("Chrome 131 on Android")
+    expect(browser).to_have_attribute("title", ANDROID_CHROME)  # the raw string on hover
+    expect(page.locator(".panel")).to_contain_text("203.0.113.7")
+    expect(page.locator(".panel dt", has_text="Location")).to_have_count(0)  # nothing known
+
+    email = page.get_by_test_id("client-email")
+    expect(email).to_have_text(LONG_EMAIL)  # copied whole, no break characters in it
+    expect(email).to_be_visible()
+    starts = page.wait_for_function(LINE_STARTS).json_value()  # too long for one line
+    assert all(start in "@." for start in starts[1:]), starts  # never inside a word
