@@ -242,11 +242,20 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Chat]):
 class ChatAdmin(ReadOnlyMixin, admin.ModelAdmin[Chat]):
     """Chats are read-only here: their state changes through the services only."""
 
-    list_display = ["id", "state", "channel", "client", "rating", "blacklisted", "created"]
+    list_display = ["id", "state", "channel", "client", "agent", "rating", "blacklisted", "created"]
     list_filter = ["state", "channel", "rating", "blacklisted"]
     search_fields = ["client__name", "client__email", "messages__text"]
+    list_select_related = ["channel", "client"]
     inlines = [MessageInline]
     readonly_fields = [f.name for f in Chat._meta.get_fields() if f.concrete]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Chat]:
+        return super().get_queryset(request).prefetch_related("agents")
+
+    @admin.display(description="agent")
+    def agent(self, chat: Chat) -> str:
+        """Who answers (or answered) the chat; "-" while nobody took it."""
+        return ", ".join(agent.name or agent.email for agent in chat.agents.all()) or "-"
 
 
 @admin.register(ApiToken)

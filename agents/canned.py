@@ -3,10 +3,12 @@ reply box (docs/agent-pages.md, "Canned replies").
 
 Shared replies (no owner) are for every agent and managed by admins (staff
 agents), in the pages or the admin; personal ones belong to one agent, who
-alone sees and manages them. A reply's text may hold placeholders filled for
-the chat it goes into: ``{client.name}``, ``{client.email}``,
-``{client.phone}``, ``{visitor.number}``, ``{agent.name}``,
-``{channel.name}``; any other ``{…}`` stays as it is.
+alone sees and manages them. A reply's text may hold variables filled for
+the chat it goes into: ``{{client.name}}``, ``{{client.email}}``,
+``{{client.phone}}``, ``{{visitor.number}}``, ``{{agent.name}}``,
+``{{channel.name}}`` (the double braces other chat desks use, spaces inside
+allowed; the single-brace ``{client.name}`` of earlier replies still works);
+anything else in braces stays as it is.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from agents.services import ServiceError
 
 SHORTCUT = re.compile(r"[a-z0-9][a-z0-9_-]{0,49}")
 TEXT_LIMIT = 4000
-PLACEHOLDER = re.compile(
-    r"\{(client\.name|client\.email|client\.phone|visitor\.number|agent\.name|channel\.name)\}"
-)
+_NAMES = r"client\.name|client\.email|client\.phone|visitor\.number|agent\.name|channel\.name"
+# "{{ client.name }}" first: the single-brace form inside it would leave "{Ann}".
+PLACEHOLDER = re.compile(rf"\{{\{{\s*({_NAMES})\s*\}}\}}|\{{({_NAMES})\}}")
 
 
 def replies_for(*, agent: Agent, search: str = "") -> QuerySet[CannedReply]:
@@ -94,4 +96,4 @@ def filled(text: str, *, chat: Chat | None, agent: Agent) -> str:
         "agent.name": agent.name,
         "channel.name": chat.channel.name if chat is not None else "",
     }
-    return PLACEHOLDER.sub(lambda found: values[found.group(1)], text)
+    return PLACEHOLDER.sub(lambda found: values[found.group(1) or found.group(2)], text)

@@ -17,7 +17,8 @@ from django.conf import settings
 from django.db import transaction
 
 from agents import accounts
-from agents.models import Agent
+from agents.canned import save_reply
+from agents.models import Agent, CannedReply
 from agents.services import set_agent_status
 from agents.tokens import agent_for_key, issue_token
 
@@ -29,6 +30,15 @@ AGENTS = [
     {"email": "alice@example.com", "name": "Alice Agent", "password": "switchboard-alice"},
     {"email": "bob@example.com", "name": "Bob Agent", "password": "switchboard-bob"},
 ]
+
+
+# A few shared canned replies to try "/" in a reply box with; their variables
+# are filled when inserted (docs/agent-pages.md, "Canned replies").
+CANNED_REPLIES = {
+    "hello": "Hi {{client.name}}, I'm {{agent.name}}. How can I help?",
+    "wait": "Thanks for waiting, {{client.name}}. Let me check that for you.",
+    "bye": "Thanks for writing to {{channel.name}}, {{client.name}}. Have a good day!",
+}
 
 
 def register(seeder: Seeder) -> None:
@@ -77,12 +87,22 @@ def _demo_tokens(agents: list[Agent]) -> dict[str, str]:
     return tokens
 
 
+def _canned_replies(admin: Agent) -> None:
+    """The demo's shared replies; one an admin changed or took away meanwhile
+    is theirs: only a missing shortcut is added again."""
+    have = set(CannedReply.objects.filter(owner=None).values_list("shortcut", flat=True))
+    for shortcut, text in CANNED_REPLIES.items():
+        if shortcut not in have:
+            save_reply(agent=admin, shortcut=shortcut, text=text, shared=True)
+
+
 @transaction.atomic
 def seed() -> dict[str, Any]:
     """Create (or refresh) the demo admin, agents and channels; say what they are."""
     admin = _agent(ADMIN, is_staff=True, is_superuser=True)
     agents = [_agent(spec) for spec in AGENTS]
     set_agent_status(agent=agents[0], online=True)
+    _canned_replies(admin)
     channels: list[dict[str, Any]] = []
     for seeder in _seeders:
         channels.extend(seeder(agents))

@@ -17,11 +17,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 
-def new_public_id() -> str:
-    """A channel's public id: short, URL-safe, unguessable enough to not enumerate,
-    and never starting with "-" (a command line would read it as an option)."""
+def new_public_id(nbytes: int = 12) -> str:
+    """A channel's public id (and any id an admin types on a command line):
+    URL-safe, unguessable enough to not enumerate, and never starting with "-"
+    (a command line would read it as an option) or "_"."""
     while True:
-        public_id = secrets.token_urlsafe(12)
+        public_id = secrets.token_urlsafe(nbytes)
         if public_id[0] not in "-_":
             return public_id
 

@@ -18,7 +18,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 
 from agents.models import (
     Agent,
@@ -38,6 +38,7 @@ def agents_online(*, channel: Channel) -> bool:
 
 
 def chats_for_agent(*, agent: Agent, state: str | None = None) -> QuerySet[Chat]:
+    """Chats of my channels, newest first; the queue the longest-waiting first."""
     chats = (
         Chat.objects.filter(channel__agents=agent)
         .select_related("channel", "client", "department", "transferred_by")
@@ -45,7 +46,14 @@ def chats_for_agent(*, agent: Agent, state: str | None = None) -> QuerySet[Chat]
     )
     if state:
         chats = chats.filter(state=state)
+    if state == Chat.State.QUEUED:
+        return _longest_waiting_first(chats)
     return chats.order_by("-created", "-id")
+
+
+def _longest_waiting_first(chats: QuerySet[Chat]) -> QuerySet[Chat]:
+    """The queue's order: whoever has waited longest is answered first."""
+    return chats.order_by(F("queued_at").asc(nulls_last=True), "created", "id")
 
 
 def chat_for_agent(*, agent: Agent, chat_id: int) -> Chat:
@@ -88,16 +96,23 @@ def _by_activity(chats: QuerySet[Chat]) -> QuerySet[Chat]:
 
 
 def _with_unread(chats: QuerySet[Chat], agent: Agent) -> QuerySet[Chat]:
-    """``unread``: messages of others (not system notes) after the last one
-    ``agent`` saw in the chat."""
+    """``unread``: the client's messages after the last one ``agent`` read in
+    the chat or the last one ``agent`` wrote there, whichever is later. An
+    answer is proof of reading on every path (the pages, the agent API, a
+    file, a note), so a chat answered through the API shows nothing unread."""
     seen = ChatSeen.objects.filter(chat=OuterRef("chat"), agent=agent).values(
         "last_seen_message_id"
     )[:1]
+    mine = (
+        Message.objects.filter(chat=OuterRef("chat"), agent=agent)
+        .filter(author__in=(Message.Author.AGENT, Message.Author.NOTE))
+        .order_by("-pk")
+        .values("pk")[:1]
+    )
+    read_up_to = Greatest(Coalesce(Subquery(seen), Value(0)), Coalesce(Subquery(mine), Value(0)))
     unread = (
-        Message.objects.filter(chat=OuterRef("pk"))
-        .exclude(author=Message.Author.SYSTEM)
-        .exclude(agent=agent)
-        .filter(pk__gt=Coalesce(Subquery(seen), Value(0)))
+        shown(Message.objects.filter(chat=OuterRef("pk"), author=Message.Author.CLIENT))
+        .filter(pk__gt=read_up_to)
         .order_by()
         .values("chat")
         .annotate(n=Count("pk"))
@@ -125,8 +140,10 @@ def with_last_messages(chats: Iterable[Chat]) -> list[Chat]:
 
 
 def queue_for_agent(*, agent: Agent) -> QuerySet[Chat]:
-    """Queued chats of my channels, the most recently active first."""
-    return _listed(chats_for_agent(agent=agent, state=Chat.State.QUEUED), agent)
+    """Queued chats of my channels, the longest-waiting first (each shows its wait)."""
+    return _longest_waiting_first(
+        _listed(chats_for_agent(agent=agent, state=Chat.State.QUEUED), agent)
+    )
 
 
 def active_for_agent(*, agent: Agent) -> QuerySet[Chat]:

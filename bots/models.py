@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 import uuid
 
 from django.conf import settings
@@ -11,7 +10,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.html import escape
 
-from agents.models import Channel, Chat
+from agents.models import Channel, Chat, new_public_id
 from delivery.models import Delivery, Endpoint
 from delivery.ssrf import validate_endpoint_url
 
@@ -19,8 +18,10 @@ URL_PREFIX = "webhooks"
 
 
 def new_provider_id() -> str:
-    """The provider's id in B2 URLs: 192 random bits, URL-safe."""
-    return secrets.token_urlsafe(24)
+    """The provider's id in B2 URLs: 192 random bits (less the first
+    character's two choices), URL-safe, never starting with "-" like a
+    channel's public id (``attach_bot --provider <id>`` takes it)."""
+    return new_public_id(24)
 
 
 def token_hash(token: str) -> str:

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from agents import addresses
 from agents.content import ContentError, clean_content
-from agents.models import Call, Client, Message
+from agents.models import Call, Chat, Client, Message
 
 AGENT_TEXT_LIMIT = 4000
 
@@ -31,6 +32,15 @@ class ChatOut(serializers.Serializer[Any]):
     client = ClientOut()
     client_typing = serializers.BooleanField()
     created = serializers.DateTimeField()
+    queued = serializers.DateTimeField(source="queued_at", allow_null=True)
+    waiting_seconds = serializers.SerializerMethodField(
+        help_text="How long the client has waited in the queue; null unless queued"
+    )
+
+    def get_waiting_seconds(self, chat: Chat) -> int | None:
+        if chat.state != Chat.State.QUEUED or chat.queued_at is None:
+            return None
+        return max(0, int((timezone.now() - chat.queued_at).total_seconds()))
 
 
 class ContactOut(serializers.Serializer[Any]):

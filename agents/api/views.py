@@ -63,6 +63,10 @@ class AgentListView(AgentView):
 
 
 class StatusView(AgentView):
+    @extend_schema(responses=StatusIn, summary="My status: online or offline")
+    def get(self, request: Request) -> Response:
+        return Response({"status": self.agent(request).status})
+
     @extend_schema(request=StatusIn, responses=StatusIn, summary="Go online or offline")
     def post(self, request: Request) -> Response:
         data = StatusIn(data=request.data)

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import re
+
+import ua_parser
 from django import template
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from agents import markdown as md
@@ -22,6 +25,49 @@ def markdown_html(payload: object) -> SafeString:
 def http_url(value: object) -> bool:
     """Only http(s) links are ever put in an href."""
     return is_http_url(value)
+
+
+@register.filter
+def place(geoip: object) -> str:
+    """Where the visitor is, as far as known ("Lyon, France", "France"), or
+    "" when the lookup found nothing (no "Location" row without a value)."""
+    if not isinstance(geoip, dict):
+        return ""
+    parts = (geoip.get("city"), geoip.get("region"), geoip.get("country"))
+    known = [str(part) for part in parts if part]
+    # The region only where it is all there is besides the country.
+    if geoip.get("city") and geoip.get("region"):
+        known.remove(str(geoip["region"]))
+    return ", ".join(known)
+
+
+# The words ua-parser's families repeat that the OS already says.
+_BROWSER_NAMES = {"Chrome Mobile": "Chrome", "Firefox Mobile": "Firefox", "Mobile Safari": "Safari"}
+_OS_NAMES = {"Mac OS X": "macOS"}
+
+
+@register.filter
+def browser(user_agent: object) -> str:
+    """A user-agent string as people say it: "Chrome 131 on Android". The
+    rules are ua-parser's (the uap-core patterns, kept current upstream),
+    not a list of our own; a string they do not know stays as it is."""
+    found = ua_parser.parse(str(user_agent or ""))
+    agent, system = found.user_agent, found.os
+    if agent is None or agent.family == "Other":
+        return str(user_agent or "")
+    name = " ".join(filter(None, (_BROWSER_NAMES.get(agent.family, agent.family), agent.major)))
+    if system is None or system.family == "Other":
+        return name
+    return f"{name} on {_OS_NAMES.get(system.family, system.family)}"
+
+
+@register.filter
+def email_breaks(address: object) -> SafeString:
+    """An e-mail address that may wrap only before an "@" or a dot, as
+    typesetters break one, never inside a word nor after its hyphens: each
+    part is a box of its own (app.css: ``dd.email span``)."""
+    pieces = re.split(r"(?=[@.])", str(address or ""))
+    return format_html_join("", "<span>{}</span>", ((piece,) for piece in pieces))
 
 
 # The pages' icons: inline SVG drawn with the text colour, so no icon font and

@@ -8,9 +8,10 @@ keeps the latest ones per visitor in memory, and answers:
   (``enable_assign``) and a link to the visitor's card here (``crm_link``);
 - every other event: ``{"result": "ok"}``.
 
-``GET /card/<visitor number>`` shows the card: the events seen for that
-visitor, newest first, ``chat_assigned`` included once the agent pressed the
-assign button.
+``GET /`` lists the cards it has (one per visitor number, the newest event
+first), each a link to ``GET /card/<visitor number>``: the events seen for
+that visitor, newest first, ``chat_assigned`` included once the agent
+pressed the assign button.
 
 Run it (``make run`` starts it; seed_demo points the webhook here)::
 
@@ -70,6 +71,7 @@ class Crm:
         number = str(visitor.get("number") or "unknown")
         with self.lock:
             self.seen[number].appendleft(event)
+            self.seen[number] = self.seen.pop(number)  # the card with news goes last
         logger.info(
             "crm.event name=%s chat=%s visitor=%s",
             event.get("event_name"),
@@ -91,6 +93,21 @@ class Crm:
             "enable_assign": True,
             "crm_link": f"{self.base_url}/card/{number}",
         }
+
+    def cards(self) -> str:
+        with self.lock:  # the card with the newest event first
+            latest = [(n, events[0], len(events)) for n, events in reversed(self.seen.items())]
+        rows = "".join(
+            f'<li><a href="/card/{html.escape(number)}">Visitor #{html.escape(number)}</a>: '
+            f"{count} event(s), the last <strong>{html.escape(str(last.get('event_name')))}"
+            "</strong></li>"
+            for number, last, count in latest
+        )
+        return (
+            "<!doctype html><meta charset=utf-8><title>CRM cards</title>"
+            "<h1>CRM cards</h1>"
+            f"<ul>{rows or '<li>No cards yet: no webhook has arrived.</li>'}</ul>"
+        )
 
     def card(self, number: str) -> str:
         with self.lock:
@@ -136,6 +153,8 @@ class Handler(BaseHTTPRequestHandler):
         return self._send(200, json.dumps(crm.take(event)))
 
     def do_GET(self) -> None:
+        if self.path == "/":  # what a newcomer opens first
+            return self._send(200, self.server.crm.cards(), "text/html")
         if self.path.startswith("/card/"):
             return self._send(200, self.server.crm.card(self.path[6:]), "text/html")
         return self._send(404, json.dumps({"result": "not found"}))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents import services
@@ -253,3 +255,27 @@ def test_the_api_takes_only_what_an_agent_may_send(api: APIClient, agent: Agent,
         f"type: an agent sends text, media or a location, not {kind}"
     )
     assert chat.messages.count() == 1
+
+
+def test_the_queue_lists_the_longest_waiting_client_first_with_the_wait(
+    api: APIClient, agent: Agent, chat: Chat
+) -> None:
+    later = ClientFactory.create(channel=chat.channel)
+    services.post_client_message(client=later, content=text("Me too"))
+    Chat.objects.filter(pk=chat.pk).update(queued_at=timezone.now() - timedelta(minutes=7))
+    services.post_client_message(client=chat.client, content=text("Still there?"))
+
+    results = api.get("/api/agent/v1/chats?state=queued").json()["results"]
+
+    assert [item["client"]["id"] for item in results] == [chat.client.pk, later.pk]
+    assert 7 * 60 <= results[0]["waiting_seconds"] < 8 * 60
+    assert results[0]["queued"] and 0 <= results[1]["waiting_seconds"] < 60
+
+
+def test_status_tells_me_my_status(api: APIClient, agent: Agent) -> None:
+    assert api.get("/api/agent/v1/status").json() == {"status": "online"}
+    api.post("/api/agent/v1/status", {"status": "offline"}, format="json")
+
+    answer = api.get("/api/agent/v1/status")
+
+    assert (answer.status_code, answer.json()) == (200, {"status": "offline"})

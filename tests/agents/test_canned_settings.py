@@ -150,3 +150,20 @@ def test_a_new_api_token_is_shown_once_and_replaces_the_old(agent: Agent) -> Non
     strict = Browser(enforce_csrf_checks=True)
     strict.force_login(agent)
     assert strict.post("/agent/settings/token").status_code == 403
+
+
+def test_variables_in_double_braces_are_filled_when_inserted(agent: Agent) -> None:
+    channel = ChannelFactory.create(agents=[agent], name="Acme")
+    client = ClientFactory.create(channel=channel, name="Ann Lee")
+    chat = services.post_client_message(client=client, content=text("hi")).chat
+    canned.save_reply(
+        agent=agent,
+        shortcut="hello",
+        text="Hi {{client.name}}, {{ agent.name }} of {{channel.name}} here. {{unknown}}",
+    )
+
+    found = page_of(agent).get(f"/agent/canned/search?q=hello&chat={chat.pk}").json()
+
+    assert found["replies"][0]["text"] == (
+        f"Hi Ann Lee, {agent.name} of Acme here. {{{{unknown}}}}"
+    )

@@ -102,3 +102,22 @@ def test_seed_demo_keeps_tokens_and_urls_and_a_waiting_customer(settings, tmp_pa
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {third['agents'][0]['token']}")
     assert api.get("/api/agent/v1/chats").status_code == 200
+
+
+def test_seed_demo_brings_shared_canned_replies_with_variables(settings, tmp_path) -> None:
+    from agents.models import CannedReply, Chat
+    from tests.factories import page_of
+
+    settings.VAR_DIR = tmp_path
+    run("seed_demo")
+    run("seed_demo")  # a second run adds none twice
+
+    shared = CannedReply.objects.filter(owner=None)
+    assert sorted(shared.values_list("shortcut", flat=True)) == ["bye", "hello", "wait"]
+    # Alice types "/hel" in the waiting demo customer's chat: the reply, filled.
+    alice = Agent.objects.get(email="alice@example.com")
+    waiting = Chat.objects.get(state=Chat.State.QUEUED, channel__name="Demo Chat API")
+    found = page_of(alice).get(f"/agent/canned/search?q=hel&chat={waiting.pk}").json()
+    assert found["replies"][0]["text"] == (
+        f"Hi {waiting.client.display_name}, I'm Alice Agent. How can I help?"
+    )

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.test import Client as Browser
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from agents import selectors, services
 from agents.content import Content
@@ -41,12 +42,57 @@ def names_in(html: str, testid: str) -> list[str]:
 
 def test_lists_put_the_most_recently_active_chat_first(browser: Browser, agent: Agent) -> None:
     old = open_chat(agent, "Olga", "first")
-    open_chat(agent, "Nina", "second")
+    new = open_chat(agent, "Nina", "second")
+    for chat in (old, new):
+        services.accept_chat(chat=chat, agent=agent)
     services.post_client_message(client=old.client, content=text("Olga again"))
 
     html = browser.get("/agent/").content.decode()
 
+    assert names_in(html, "active-chat") == ["Olga", "Nina"]
+
+
+def test_the_queue_puts_the_longest_waiting_client_first_with_the_wait(
+    browser: Browser, agent: Agent
+) -> None:
+    first = open_chat(agent, "Olga", "I came first")
+    open_chat(agent, "Nina", "I came second, and wrote last")
+    Chat.objects.filter(pk=first.pk).update(queued_at=timezone.now() - timedelta(minutes=7))
+
+    html = browser.get("/agent/").content.decode()
+
     assert names_in(html, "queued-chat") == ["Olga", "Nina"]
+    first.refresh_from_db()
+    waits = re.findall(r'<time class="when wait" datetime="([^"]+)" data-relative="wait"', html)
+    assert waits[0] == first.queued_at.isoformat()  # type: ignore[union-attr]
+
+
+def test_a_chat_answered_through_the_api_has_nothing_unread(
+    browser: Browser, api: APIClient, agent: Agent
+) -> None:
+    chat = open_chat(agent, "Olga", "one", "two")
+    api.post(f"/api/agent/v1/chats/{chat.pk}/accept")
+    answer = api.post(f"/api/agent/v1/chats/{chat.pk}/messages", {"type": "text", "text": "Hi"})
+    assert answer.status_code == 201
+
+    html = browser.get("/agent/").content.decode()
+    item = html[html.index('data-testid="active-chat"') :]
+    assert 'data-testid="unread"' not in item[: item.index("</li>")]
+
+    services.post_client_message(client=chat.client, content=text("thanks"))
+    html = browser.get("/agent/").content.decode()
+    item = html[html.index('data-testid="active-chat"') :]
+    assert 'aria-label="1 unread"' in item[: item.index("</li>")]
+
+
+def test_unread_counts_only_the_clients_messages(agent: Agent) -> None:
+    chat = open_chat(agent, "Olga", "hi")
+    colleague = AgentFactory.create()
+    services.post_note(chat=chat, agent=colleague, text="VIP, be nice")
+    services.post_system_message(chat=chat, text="Bot unreachable")
+
+    [listed] = selectors.queue_for_agent(agent=agent)
+    assert listed.unread == 1  # type: ignore[attr-defined]
 
 
 def test_a_chat_shows_its_last_message_not_its_first(browser: Browser, agent: Agent) -> None:
@@ -258,3 +304,29 @@ def test_the_last_activity_is_kept_on_the_chat(agent: Agent) -> None:
     chat.refresh_from_db()
     assert chat.last_message_at == message.created and chat.last_message_at <= later
     assert Message.objects.filter(chat=chat).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("geoip", "shown"),
+    [
+        ({"city": "", "region": "", "country": ""}, None),
+        ({}, None),
+        ({"city": "", "region": "", "country": "France"}, "France"),
+        ({"city": "Lyon", "region": "Auvergne-Rhône-Alpes", "country": "France"}, "Lyon, France"),
+        ({"city": "", "region": "Bavaria", "country": "Germany"}, "Bavaria, Germany"),
+    ],
+)
+def test_the_visitor_card_shows_a_location_only_when_known(
+    browser: Browser, agent: Agent, geoip: dict[str, str], shown: str | None
+) -> None:
+    chat = open_chat(agent, "Olga", "hi")
+    chat.client.visitor_data = {"geoip": geoip, "user_agent": "SomeKiosk/2.0 (custom build)"}
+    chat.client.save()
+
+    html = browser.get(f"/agent/chats/{chat.pk}/").content.decode()
+
+    location = re.search(r'<dt>Location</dt><dd data-testid="visitor-location">([^<]*)</dd>', html)
+    assert (location.group(1) if location else None) == shown
+    assert "<dt>Location</dt>" in html if shown else "<dt>Location</dt>" not in html
+    # A browser ua-parser does not know stays as the visitor's browser sent it.
+    assert 'title="SomeKiosk/2.0 (custom build)">SomeKiosk/2.0 (custom build)</dd>' in html

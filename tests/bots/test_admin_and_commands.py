@@ -252,3 +252,20 @@ def test_ids_that_start_with_a_dash_work_in_the_option_equals_form() -> None:
     assert attach(channel, "-also-a-dash")[0] == {"ok": True}
     assert BotAttachment.objects.get().channel == channel
     assert run("detach_bot", "--channel=-starts-with-a-dash")[0] == {"ok": True}
+
+
+def test_a_new_provider_id_never_starts_with_a_dash(
+    channel: Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # About 1 random id in 64 starts with "-": the first draw here does.
+    draws = iter(["-" + "a" * 31, "_" + "b" * 31, "c" * 32])
+    monkeypatch.setattr("secrets.token_urlsafe", lambda nbytes=None: next(draws))
+
+    provider_id = new_provider()["provider_id"]
+
+    assert provider_id == "c" * 32
+    # The form an admin types: "--provider <id>", not only "--provider=<id>".
+    attached, _ = run(
+        "attach_bot", "--channel", channel.public_id, "--provider", provider_id, "--token", TOKEN
+    )
+    assert attached == {"ok": True}

@@ -99,3 +99,17 @@ def test_seed_leaves_an_admins_webhook_alone(db: None) -> None:
     [entry] = seed_demo_crm([])
     assert "already" in entry["skipped"]
     assert IntegrationSettings.load().url == "https://crm.example.com/hook"
+
+
+def test_the_example_crm_lists_its_cards_at_its_root(scene: Scene, example_crm: str) -> None:
+    empty = requests.get(example_crm, timeout=5)
+    assert empty.status_code == 200 and "No cards yet" in empty.text
+
+    scene.active_chat()
+    drive(Delivery.objects.get(event="chat_accepted"))
+
+    number = scene.client.visitor_number
+    listed = requests.get(example_crm, timeout=5)
+    assert listed.status_code == 200
+    assert f'<a href="/card/{number}">Visitor #{number}</a>: 1 event(s)' in listed.text
+    assert "chat_accepted" in listed.text

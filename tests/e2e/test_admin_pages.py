@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from agents import services as agent_services
 from channels_api.services import create_chat_api_channel
 from delivery import services
 from delivery.models import Delivery
 from tests.delivery.target import Reply, Target, drive, send
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, ClientFactory, text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,6 +37,19 @@ def admin_page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> I
     expect(page.locator("#site-name")).to_contain_text("Switchboard admin")
     yield page
     context.close()
+
+
+def assert_no_sideways_scroll(page: Page) -> None:
+    """Nothing of a list scrolls sideways: not the page, nor the box Django puts the table in."""
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    box = page.evaluate(
+        """() => {
+            const results = document.querySelector("#changelist-form .results");
+            return {scroll: results.scrollWidth, client: results.clientWidth,
+                    table: document.querySelector("#result_list").offsetWidth};
+        }"""
+    )
+    assert box["scroll"] <= box["client"] and box["table"] <= box["client"], box
 
 
 def test_the_delivery_log_reads_on_a_laptop_and_a_phone(
@@ -69,16 +83,7 @@ def test_the_delivery_log_reads_on_a_laptop_and_a_phone(
     expect(last_error).to_have_attribute("title", f"upstream_timeout: {message}")
     expect(admin_page.locator("td.field-event_subject").first).to_contain_text("chat:2")
     if size == "laptop":
-        # Nothing scrolls sideways: not the page, nor the box Django puts the table in.
-        assert admin_page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        box = admin_page.evaluate(
-            """() => {
-                const results = document.querySelector("#changelist-form .results");
-                return {scroll: results.scrollWidth, client: results.clientWidth,
-                        table: document.querySelector("#result_list").offsetWidth};
-            }"""
-        )
-        assert box["scroll"] <= box["client"] and box["table"] <= box["client"], box
+        assert_no_sideways_scroll(admin_page)
         admin_page.screenshot(path=screenshots / "admin-delivery-log.png", full_page=True)
     else:  # the table scrolls inside its box; the page itself does not
         assert admin_page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
@@ -135,3 +140,31 @@ def test_the_admin_is_the_services_with_its_names_and_one_place_per_channel_kind
         assert admin_page.evaluate(
             "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
         )
+
+
+def test_the_chat_list_shows_the_agent_and_fits_a_laptop(admin_page: Page, size: str) -> None:
+    channel, _ = create_chat_api_channel(
+        name="Customer support for the northern region webshop", webhook_url="http://127.0.0.1:9/x"
+    )
+    alice = AgentFactory.create(name="Alice Agent-With-A-Rather-Long-Double-Name")
+    channel.channel.agents.add(alice)
+    for number in range(3):
+        client = ClientFactory.create(
+            channel=channel.channel,
+            name=f"Maximiliane Konstantinopoulou-Wittgenstein {number}",
+            email=f"maximiliane.konstantinopoulou-wittgenstein.{number}@example.com",
+        )
+        chat = agent_services.post_client_message(client=client, content=text("hello")).chat
+    agent_services.accept_chat(chat=chat, agent=alice)
+
+    admin_page.goto("/admin/agents/chat/")
+
+    headers = admin_page.locator("#result_list thead th").all_inner_texts()
+    assert "agent" in [header.strip().lower() for header in headers]
+    agent_cells = admin_page.locator("td.field-agent")
+    expect(agent_cells.filter(has_text=alice.name)).to_have_count(1)
+    expect(agent_cells.filter(has_text=re.compile(r"^-$"))).to_have_count(2)  # they wait
+    if size == "laptop":
+        assert_no_sideways_scroll(admin_page)
+    else:  # the table scrolls inside its box; the page itself does not
+        assert admin_page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")

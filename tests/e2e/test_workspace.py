@@ -185,6 +185,7 @@ def test_lists_unread_counts_reply_and_finish(
 ) -> None:
     second = customer(chat_api, "Nina", "hello there")
     first = customer(chat_api, "Olga", "my first words")
+    Chat.objects.filter(pk=second.pk).update(queued_at=timezone.now() - timedelta(minutes=12))
     sign_in(page)
     if size == "laptop":  # the lists beside the chat
         page.goto(f"/agent/chats/{first.pk}/")
@@ -193,15 +194,20 @@ def test_lists_unread_counts_reply_and_finish(
         expect(current.locator("a")).to_have_attribute("aria-current", "page")
         expect(current.get_by_test_id("unread")).to_have_count(0)
     # (a phone: the lists are its first screen)
-    expect(page.get_by_test_id("queued-chat").first).to_contain_text("Olga")  # the newest
+    # The queue: the longest-waiting client first, with how long she has waited.
+    queue = page.get_by_test_id("queued-chat")
+    expect(queue.first).to_contain_text("Nina")
+    expect(queue.first.locator("time.wait")).to_have_text("12 min")
+    expect(queue.nth(1)).to_contain_text("Olga")
 
-    # Nina writes again: her chat rises to the top with 2 unread and her last words.
+    # Nina writes again: she keeps her place, with 2 unread and her last words.
     services.post_client_message(client=second.client, content=text("still waiting"))
-    nina = page.get_by_test_id("queued-chat").first
-    expect(nina).to_contain_text("Nina", timeout=LIVE)
-    expect(nina).to_contain_text("still waiting")
+    nina = queue.first
+    expect(nina).to_contain_text("still waiting", timeout=LIVE)
+    expect(nina).to_contain_text("Nina")
     expect(nina).not_to_contain_text("hello there")
     expect(nina.get_by_test_id("unread")).to_have_text("2")
+    expect(queue.nth(1)).to_contain_text("Olga")
     if size == "phone":
         page.get_by_test_id("queued-chat").filter(has_text="Olga").locator("a").click()
         expect(page).to_have_url(re.compile(f"/agent/chats/{first.pk}/$"))
@@ -222,6 +228,15 @@ def test_lists_unread_counts_reply_and_finish(
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_test_id("finish").click()
     expect(page.locator(".closed")).to_contain_text("This chat is finished")
+
+    # Nina is answered elsewhere (the agent API's verbs): nothing of hers is unread.
+    services.accept_chat(chat=second, agent=alice)
+    services.post_agent_message(chat=second, agent=alice, content=text("Hello Nina"))
+    mine = page.get_by_test_id("active-chat").filter(has_text="Nina")
+    if size == "phone":
+        page.goto("/agent/")  # the lists are the phone's other screen
+    expect(mine).to_contain_text("You: Hello Nina", timeout=LIVE)
+    expect(mine.get_by_test_id("unread")).to_have_count(0)
 
 
 def test_an_image_that_cannot_load_shows_a_file_card_and_a_cut_text_says_so(
@@ -485,7 +500,7 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     # Alice keeps a personal reply with a placeholder.
     page.goto("/agent/canned/")
     page.get_by_label("Shortcut").fill("greeting")
-    page.get_by_label("Text").fill("Hi {client.name}, thanks for waiting!")
+    page.get_by_label("Text").fill("Hi {{client.name}}, {{ agent.name }} here, thanks for waiting!")
     page.get_by_role("button", name="Add reply").click()
     rows = page.get_by_test_id("canned-reply")
     expect(rows.filter(has_text="/greeting")).to_contain_text("Only me")
@@ -505,11 +520,11 @@ def test_canned_replies_from_the_reply_box_and_the_settings_page(
     page.screenshot(path=screenshots / f"canned-replies{'-phone' if size == 'phone' else ''}.png")
     page.keyboard.press("ArrowDown")  # one option: stays on it
     page.keyboard.press("Enter")
-    expect(box).to_have_value("Hi Ann Lee, thanks for waiting!")
+    expect(box).to_have_value("Hi Ann Lee, Alice Agent here, thanks for waiting!")
     expect(page.get_by_test_id("canned-option")).to_have_count(0)
     page.keyboard.press("Enter")
     expect(page.locator(".msg-agent")).to_contain_text(
-        "Hi Ann Lee, thanks for waiting!", timeout=LIVE
+        "Hi Ann Lee, Alice Agent here, thanks for waiting!", timeout=LIVE
     )
     # The shared one is everyone's: listed, not "mine", its placeholder filled too.
     box.press_sequentially("/good")
@@ -584,3 +599,62 @@ def test_files_from_the_reply_box(
         "photo",
         "document",
     ]
+
+
+ANDROID_CHROME = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.6778.135 Mobile Safari/537.36"
+)
+# Too long for a line of the card; each part between "@" and dots fits one.
+LONG_EMAIL = "maximiliane.konstantinopoulou@customer-service.example-corporation.co.uk"
+
+# The first character of each line the address is laid out in, once it is
+# laid out in more than one (the live updates may redraw the card meanwhile).
+LINE_STARTS = """() => {
+  const element = document.querySelector('[data-testid="client-email"]');
+  if (!element || !element.isConnected) return null;
+  const starts = [];
+  let top = null;
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const box = range.getClientRects()[0];
+      if (!box || !node.data[i].trim()) continue;
+      if (top === null || box.top > top + 2) { starts.push(node.data[i]); top = box.top; }
+    }
+  }
+  return starts.length > 1 ? starts : null;
+}"""
+
+
+def test_the_visitor_card_names_the_browser_and_shows_only_what_is_known(
+    page: Page, alice: Agent, chat_api: ChatApiChannel, size: str
+) -> None:
+    chat = customer(chat_api, "Ann Lee", "hello?")
+    Client.objects.filter(pk=chat.client_id).update(
+        email=LONG_EMAIL,
+        visitor_data={
+            "user_agent": ANDROID_CHROME,
+            "ip_addr": "203.0.113.7",
+            "geoip": {"city": "", "region": "", "country": "", "country_code": ""},
+        },
+    )
+    sign_in(page)
+    page.goto(f"/agent/chats/{chat.pk}/")
+    if size == "phone":
+        page.get_by_role("button", name="Client details").click()
+
+    browser = page.get_by_test_id("visitor-browser")
+    expect(browser).to_have_text("Chrome 131 on Android")
+    expect(browser).to_have_attribute("title", ANDROID_CHROME)  # the raw string on hover
+    expect(page.locator(".panel")).to_contain_text("203.0.113.7")
+    expect(page.locator(".panel dt", has_text="Location")).to_have_count(0)  # nothing known
+
+    email = page.get_by_test_id("client-email")
+    expect(email).to_have_text(LONG_EMAIL)  # copied whole, no break characters in it
+    expect(email).to_be_visible()
+    starts = page.wait_for_function(LINE_STARTS).json_value()  # too long for one line
+    assert all(start in "@." for start in starts[1:]), starts  # never inside a word

@@ -35,7 +35,7 @@ MATRIX = [
     ("get", "/chat-api", 404, None),
     ("post", "/chat-api/", 404, None),
     ("get", "/chat-api/x/y/z/w", 404, None),
-    ("delete", "/api/agent/v1/status", 405, "POST, OPTIONS"),
+    ("delete", "/api/agent/v1/status", 405, "GET, POST, HEAD, OPTIONS"),
     ("get", "/api/agent/v1/chats/", 404, None),
     ("post", "/api/agent/v1/status/", 404, None),
     ("post", "/api/agent/v1/chats/1/accept/", 404, None),
