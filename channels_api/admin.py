@@ -16,7 +16,7 @@ from agents.admin import ChannelAgentsField
 from channels_api import services
 from channels_api.models import ChatApiChannel
 from delivery import services as delivery
-from delivery.admin import NewSecret, secret_page
+from delivery.admin import ENDPOINT_URL, SIGNING_SECRET, NewSecret, secret_page
 
 _NEW_SECRET = "_chat_api_new_secret"  # noqa: S105 (a request attribute name)
 
@@ -64,7 +64,7 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
     list_display = ["__str__", "public_id", "webhook_url", "is_active", "agent_count"]
     search_fields = ["channel__name", "channel__public_id", "webhook_url"]
     readonly_fields = ["public_id", "endpoint_url_field", "status_url_field", "delivery_log"]
-    actions = ["rotate_secret"]
+    actions = ["rotate_secret", "rotate_path_secret"]
 
     class Media:
         js = ["admin/copy.js"]
@@ -144,13 +144,28 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
     def rotate_secret(
         self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
     ) -> HttpResponseRedirect:
-        rotated = [
+        chat_apis = queryset.select_related("endpoint", "channel")
+        rotated = [(c, delivery.rotate_secret(endpoint=c.endpoint)) for c in chat_apis]
+        return self._shown_once(request, rotated, kind=SIGNING_SECRET)
+
+    @admin.action(description="Rotate the endpoint URL (the old URL stops working at once)")
+    def rotate_path_secret(
+        self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
+    ) -> HttpResponseRedirect:
+        chat_apis = queryset.select_related("channel")
+        rotated = [(c, services.rotate_path_secret(chat_api=c).endpoint_url) for c in chat_apis]
+        return self._shown_once(request, rotated, kind=ENDPOINT_URL)
+
+    def _shown_once(
+        self, request: HttpRequest, rotated: list[tuple[ChatApiChannel, str]], *, kind: str
+    ) -> HttpResponseRedirect:
+        shown = [
             NewSecret(
                 str(chat_api),
                 reverse("admin:channels_api_chatapichannel_change", args=[chat_api.pk]),
-                delivery.rotate_secret(endpoint=chat_api.endpoint),
+                secret,
             )
-            for chat_api in queryset.select_related("endpoint", "channel")
+            for chat_api, secret in rotated
         ]
         back = reverse("admin:channels_api_chatapichannel_changelist")
-        return secret_page(request, rotated, onward=("Back to the channels", back))
+        return secret_page(request, shown, onward=("Back to the channels", back), kind=kind)
