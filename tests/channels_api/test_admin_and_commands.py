@@ -101,18 +101,19 @@ def test_the_admin_rotates_the_endpoint_url_and_the_old_one_stops_at_once(
 ) -> None:
     # Given a channel whose URL the integrator uses
     made = run_create("--name", "A", "--webhook-url", "https://a.example/x")
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
     assert Browser().get(path_of(made["status_url"])).status_code == 200
 
     # When an admin rotates its URL
     answer = admin_browser.post(
         "/admin/channels_api/chatapichannel/",
-        {"action": "rotate_path_secret", "_selected_action": [made["id"]]},
+        {"action": "rotate_path_secret", "_selected_action": [chat_api.pk]},
     )
     shown = admin_browser.get(answer["Location"])
     again = admin_browser.get(answer["Location"])
 
     # Then the new URL is shown once, the old one is refused and the new one works
-    new_url = ChatApiChannel.objects.get(channel_id=made["id"]).endpoint_url
+    new_url = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint_url
     assert answer.status_code == 303 and new_url != made["endpoint_url"]
     assert shown.status_code == 200 and "no-store" in shown["Cache-Control"]
     assert new_url in shown.content.decode() and "stopped working" in shown.content.decode()
