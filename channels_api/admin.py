@@ -19,6 +19,7 @@ from delivery import services as delivery
 from delivery.admin import ENDPOINT_URL, SIGNING_SECRET, NewSecret, secret_page
 
 _NEW_SECRET = "_chat_api_new_secret"  # noqa: S105 (a request attribute name)
+_ROTATE_PATH_SECRET = "_rotate_path_secret"  # noqa: S105 (the change form's button)
 
 
 def copyable(value: str, element_id: str) -> SafeString:
@@ -94,7 +95,14 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
 
     @admin.display(description="Endpoint URL (A2: POST user messages)")
     def endpoint_url_field(self, obj: ChatApiChannel) -> SafeString:
-        return copyable(obj.endpoint_url, "endpoint-url")
+        # A submit button of the change form (response_change): the page is
+        # saved as it stands, then the URL rotated and shown once.
+        return format_html(
+            '{} <button type="submit" name="{}" class="button">{}</button>',
+            copyable(obj.endpoint_url, "endpoint-url"),
+            _ROTATE_PATH_SECRET,
+            "Rotate (the old URL stops working at once)",
+        )
 
     @admin.display(description="Status URL (A1: GET 0 or 1)")
     def status_url_field(self, obj: ChatApiChannel) -> SafeString:
@@ -139,6 +147,11 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
             [NewSecret(str(obj), page, getattr(request, _NEW_SECRET))],
             onward=("Go on to the channel: its URLs for the integrator", page),
         )
+
+    def response_change(self, request: HttpRequest, obj: ChatApiChannel) -> HttpResponse:
+        if _ROTATE_PATH_SECRET in request.POST:
+            return self.rotate_path_secret(request, ChatApiChannel.objects.filter(pk=obj.pk))
+        return super().response_change(request, obj)
 
     @admin.action(description="Rotate the signing secret (the old one signs for a grace period)")
     def rotate_secret(

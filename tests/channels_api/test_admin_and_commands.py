@@ -122,6 +122,31 @@ def test_the_admin_rotates_the_endpoint_url_and_the_old_one_stops_at_once(
     assert Browser().get(path_of(f"{new_url}/status")).status_code == 200
 
 
+def test_the_channels_page_has_a_button_that_rotates_its_url(
+    admin_browser: Browser, agent: Agent
+) -> None:
+    made = run_create("--name", "A", "--webhook-url", "https://a.example/x", "--agent", agent.email)
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+    change = f"/admin/channels_api/chatapichannel/{chat_api.pk}/change/"
+    assert 'name="_rotate_path_secret"' in admin_browser.get(change).content.decode()
+
+    answer = admin_browser.post(
+        change,
+        {
+            "name": "A",
+            "webhook_url": "https://a.example/x",
+            "agents": [agent.pk],
+            "active": "on",
+            "_rotate_path_secret": "",
+        },
+    )
+
+    new_url = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint_url
+    assert answer.status_code == 303 and new_url != made["endpoint_url"]
+    assert new_url in admin_browser.get(answer["Location"]).content.decode()
+    assert Browser().get(path_of(made["status_url"])).status_code == 404
+
+
 def test_rotate_chat_api_secret_command() -> None:
     made = run_create("--name", "A", "--webhook-url", "https://a.example/x")
     out = StringIO()
