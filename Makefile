@@ -32,13 +32,13 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	@mkdir -p $(DEMO_DIR)
-	$(PY) manage.py seed_demo > $(DEMO_DIR)/demo.json
-	@cat $(DEMO_DIR)/demo.json
-	@$(PY) -c "import json, sys; bots = [c for c in json.load(sys.stdin)['channels'] \
+	$(PY) manage.py seed_demo --output $(DEMO_DIR)/demo.json
+	@rm -f $(DEMO_DIR)/demo-bot.args $(DEMO_DIR)/demo-widget.args
+	@umask 077; $(PY) -c "import json, sys; bots = [c for c in json.load(sys.stdin)['channels'] \
 	  if c['kind'] == 'bot' and 'token' in c]; \
 	  print(*(bots and [bots[0]['webhook_url_prefix'], bots[0]['token']]))" \
 	  < $(DEMO_DIR)/demo.json > $(DEMO_DIR)/demo-bot.args
-	@$(PY) -c "import json, sys; widgets = [c for c in json.load(sys.stdin)['channels'] \
+	@umask 077; $(PY) -c "import json, sys; widgets = [c for c in json.load(sys.stdin)['channels'] \
 	  if c['kind'] == 'widget' and 'widget_id' in c]; \
 	  print(*(widgets and [widgets[0]['widget_id']]))" \
 	  < $(DEMO_DIR)/demo.json > $(DEMO_DIR)/demo-widget.args

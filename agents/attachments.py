@@ -3,9 +3,10 @@
 A file is checked by what it is, not by its name: its first bytes say its
 kind (PNG, JPEG, GIF, WebP, PDF, ZIP and the Office files built on it, plain
 text), and an image must open in Pillow. SVG, HTML and anything else are
-refused, so an attachment can never be a page that runs in our origin. It is
-kept through Django's storage API under a name of its own, an image with a
-320 px wide thumbnail beside it, and served at ``/files/<token>/<name>``: the
+refused, so an attachment can never be a page that runs in our origin. An
+image is kept without its metadata (camera, time, GPS) but with its
+orientation. A file is kept through Django's storage API under a name of its
+own, an image with a 320 px wide thumbnail beside it, and served at ``/files/<token>/<name>``: the
 token (256 bits) is the credential, as the client's integrator must fetch
 it without signing in.
 """
@@ -16,6 +17,7 @@ import io
 import mimetypes
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -30,6 +32,7 @@ from agents.models import Agent, Attachment, Chat, Message
 from agents.services import InvalidState, ServiceError
 
 THUMB_WIDTH = 320
+ORIENTATION = 0x0112  # the one EXIF tag an image keeps (docs/agent-pages.md, "Files")
 TEXT_SNIFF_BYTES = 8192
 
 
@@ -145,6 +148,30 @@ def _thumbnail(data: bytes) -> bytes:
         raise FileRefused("the image could not be read: send another file") from error
 
 
+def _without_metadata(data: bytes) -> bytes:
+    """The image re-encoded with its pixels, its colour profile and its
+    orientation only: a phone's photo carries the camera, the time and the
+    GPS position (EXIF, XMP, comments, text chunks), which are the agent's
+    and not the client's to see. A JPEG keeps its quantisation (no second
+    loss); an animation keeps its frames."""
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            options: dict[str, Any] = {"icc_profile": opened.info.get("icc_profile")}
+            orientation = opened.getexif().get(ORIENTATION)
+            if orientation and opened.format != "GIF":
+                kept = Image.Exif()
+                kept[ORIENTATION] = orientation
+                options["exif"] = kept.tobytes()
+            if opened.format == "JPEG":
+                options |= {"quality": "keep", "subsampling": "keep", "comment": b""}
+            out = io.BytesIO()
+            animated = getattr(opened, "is_animated", False)
+            opened.save(out, format=opened.format, save_all=animated, **options)
+            return out.getvalue()
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
+        raise FileRefused("the image could not be read: send another file") from error
+
+
 def store(*, chat: Chat, agent: Agent, upload: UploadedFile) -> Attachment:
     """Check and keep an agent's file; the caller posts the message."""
     size = upload.size or 0
@@ -162,10 +189,13 @@ def store(*, chat: Chat, agent: Agent, upload: UploadedFile) -> Attachment:
             "this kind of file cannot be sent; allowed: " + ", ".join(sorted(allowed))
         )
     name = clean_name(upload.name or "", kind)
+    thumb = b""
+    if kind.message_type == "photo":
+        thumb = _thumbnail(data)  # refuses an image too large before anything else decodes it
+        data = _without_metadata(data)
     attachment = Attachment(
         chat=chat, agent=agent, file_name=name, file_size=len(data), content_type=kind.content_type
     )
-    thumb = _thumbnail(data) if kind.message_type == "photo" else b""
     attachment.file.save(name, ContentFile(data), save=False)
     if thumb:
         guessed = "png" if thumb.startswith(b"\x89PNG") else "jpg"

@@ -79,12 +79,17 @@ def _demo_tokens(agents: list[Agent]) -> dict[str, str]:
         if not isinstance(key, str) or agent_for_key(key) != agent:
             key = issue_token(agent=agent)
         tokens[agent.email] = key
-    # Made owner-only before a byte of a key is written.
+    write_private(path, json.dumps(tokens))
+    return tokens
+
+
+def write_private(path: Path, text: str) -> None:
+    """``text`` in the file at ``path``, made owner-only (0600) before a byte
+    is written: the demo's files hold logins, API keys and bot tokens."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)  # a file kept from an earlier run keeps its old mode otherwise
     with os.fdopen(fd, "w") as out:
-        out.write(json.dumps(tokens))
-    return tokens
+        out.write(text)
 
 
 def _canned_replies(admin: Agent) -> None:

@@ -31,6 +31,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from agents.api.parsers import id_from
 from agents.live import as_dict, channel_name
 from agents.models import Agent, Channel, LiveEvent
 from agents.tokens import agent_for_key, client_for_visitor_token
@@ -282,7 +283,7 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
 
 def last_event_id(request: HttpRequest) -> int:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id", "")
-    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 19 else 0
+    return id_from(raw) or 0
 
 
 def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpResponse:

@@ -16,9 +16,10 @@ from agents.admin import ChannelAgentsField
 from channels_api import services
 from channels_api.models import ChatApiChannel
 from delivery import services as delivery
-from delivery.admin import NewSecret, secret_page
+from delivery.admin import ENDPOINT_URL, SIGNING_SECRET, NewSecret, secret_page
 
 _NEW_SECRET = "_chat_api_new_secret"  # noqa: S105 (a request attribute name)
+_ROTATE_PATH_SECRET = "_rotate_path_secret"  # noqa: S105 (the change form's button)
 
 
 def copyable(value: str, element_id: str) -> SafeString:
@@ -64,7 +65,7 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
     list_display = ["__str__", "public_id", "webhook_url", "is_active", "agent_count"]
     search_fields = ["channel__name", "channel__public_id", "webhook_url"]
     readonly_fields = ["public_id", "endpoint_url_field", "status_url_field", "delivery_log"]
-    actions = ["rotate_secret"]
+    actions = ["rotate_secret", "rotate_path_secret"]
 
     class Media:
         js = ["admin/copy.js"]
@@ -94,7 +95,14 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
 
     @admin.display(description="Endpoint URL (A2: POST user messages)")
     def endpoint_url_field(self, obj: ChatApiChannel) -> SafeString:
-        return copyable(obj.endpoint_url, "endpoint-url")
+        # A submit button of the change form (response_change): the page is
+        # saved as it stands, then the URL rotated and shown once.
+        return format_html(
+            '{} <button type="submit" name="{}" class="button">{}</button>',
+            copyable(obj.endpoint_url, "endpoint-url"),
+            _ROTATE_PATH_SECRET,
+            "Rotate (the old URL stops working at once)",
+        )
 
     @admin.display(description="Status URL (A1: GET 0 or 1)")
     def status_url_field(self, obj: ChatApiChannel) -> SafeString:
@@ -140,17 +148,37 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
             onward=("Go on to the channel: its URLs for the integrator", page),
         )
 
+    def response_change(self, request: HttpRequest, obj: ChatApiChannel) -> HttpResponse:
+        if _ROTATE_PATH_SECRET in request.POST:
+            return self.rotate_path_secret(request, ChatApiChannel.objects.filter(pk=obj.pk))
+        return super().response_change(request, obj)
+
     @admin.action(description="Rotate the signing secret (the old one signs for a grace period)")
     def rotate_secret(
         self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
     ) -> HttpResponseRedirect:
-        rotated = [
+        chat_apis = queryset.select_related("endpoint", "channel")
+        rotated = [(c, delivery.rotate_secret(endpoint=c.endpoint)) for c in chat_apis]
+        return self._shown_once(request, rotated, kind=SIGNING_SECRET)
+
+    @admin.action(description="Rotate the endpoint URL (the old URL stops working at once)")
+    def rotate_path_secret(
+        self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
+    ) -> HttpResponseRedirect:
+        chat_apis = queryset.select_related("channel")
+        rotated = [(c, services.rotate_path_secret(chat_api=c).endpoint_url) for c in chat_apis]
+        return self._shown_once(request, rotated, kind=ENDPOINT_URL)
+
+    def _shown_once(
+        self, request: HttpRequest, rotated: list[tuple[ChatApiChannel, str]], *, kind: str
+    ) -> HttpResponseRedirect:
+        shown = [
             NewSecret(
                 str(chat_api),
                 reverse("admin:channels_api_chatapichannel_change", args=[chat_api.pk]),
-                delivery.rotate_secret(endpoint=chat_api.endpoint),
+                secret,
             )
-            for chat_api in queryset.select_related("endpoint", "channel")
+            for chat_api, secret in rotated
         ]
         back = reverse("admin:channels_api_chatapichannel_changelist")
-        return secret_page(request, rotated, onward=("Back to the channels", back))
+        return secret_page(request, shown, onward=("Back to the channels", back), kind=kind)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from rest_framework import serializers
 
 from agents.content import ContentError, clean_content, is_http_url
 from agents.models import Message
 from channels_api.services import UserMessage
+
+logger = logging.getLogger(__name__)
 
 TEXT_LIMIT = 1000
 TYPING_TYPES = ("typein", "typeout")
@@ -58,6 +63,22 @@ class SenderIn(serializers.Serializer[Any]):
 
     def validate_photo(self, value: str | None) -> str:
         return _url(value or "")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # An optional field never costs the customer's message (docs/chat-api.md):
+        # an address that is none ("x\r\nBcc: …") is taken as absent, so it
+        # reaches no agent, transcript or CRM, and the log says so.
+        email = (attrs.get("email") or "").strip()
+        try:
+            if email:
+                validate_email(email)
+            if len(email) > CONTACT_LIMITS["email"]:
+                raise ValidationError("too long")  # cut, it would be another address
+        except ValidationError:
+            logger.warning("chat_api.sender_email_ignored sender=%r reason=invalid", attrs["id"])
+            email = ""
+        attrs["email"] = email
+        return attrs
 
     def validate_url(self, value: str | None) -> str:
         return _url(value or "")

@@ -18,7 +18,7 @@ from agents import services as chats
 from agents.content import Content
 from agents.models import Agent, Channel, Chat, Client, ClientAddress, Message
 from channels_api import payloads, selectors
-from channels_api.models import ChatApiChannel, MessageDelivery
+from channels_api.models import ChatApiChannel, MessageDelivery, new_path_secret
 from delivery import services as delivery
 from delivery.models import Delivery
 
@@ -90,6 +90,19 @@ def update_chat_api_channel(
     chat_api.unique_message_ids = unique_message_ids
     chat_api.save(update_fields=["webhook_url", "unique_message_ids"])
     delivery.update_endpoint(endpoint=chat_api.endpoint, url=chat_api.target_url, chunked=chunked)
+    return chat_api
+
+
+@transaction.atomic
+def rotate_path_secret(*, chat_api: ChatApiChannel) -> ChatApiChannel:
+    """A new secret in the channel's endpoint and status URLs (docs/chat-api.md,
+    "Rotating the URL"): the old URLs answer 404 from the next request on, with
+    no grace period, as a leaked URL is the reason to rotate it."""
+    locked = ChatApiChannel.objects.select_for_update().get(pk=chat_api.pk)
+    locked.path_secret = new_path_secret()
+    locked.save(update_fields=["path_secret"])
+    chat_api.path_secret = locked.path_secret
+    logger.info("chat_api.path_secret_rotated channel=%s", chat_api.channel.public_id)
     return chat_api
 
 

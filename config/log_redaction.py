@@ -1,13 +1,17 @@
 """Credentials carried in URL paths never reach a log.
 
-Four kinds of URL carry their credential in the path: a Chat API endpoint
+These URLs carry their credential in the path: a Chat API endpoint
 (``/chat-api/<path secret>/<public id>``), a Bot API provider's URL
 (``/webhooks/<provider id>/<bot token>``), a visitor's live stream
-(``/visitor/<visitor token>/stream``) and an agent's password-reset link
-(``/agent/password/reset/<uid>/<token>/``). Every handler that can print a
-request path carries ``RedactSecrets``: the root handler of Django's LOGGING
-(settings.py), gunicorn's and uvicorn's error and access logs
-(``config.web_server.GunicornLogger``).
+(``/visitor/<visitor token>/stream``), an agent's file
+(``/files/<file token>/<name>``), an agent's password-reset link
+(``/agent/password/reset/<uid>/<token>/``) and a visitor's link to confirm an
+address (``/mail/confirm/<token>``); the admin's page that shows a new secret
+once has a one-time key in its path. ``SECRET_PATHS`` declares them once; a test
+walks the URL conf and fails on any route with a secret it does not cover.
+Every handler that can print a request path carries ``RedactSecrets``: the
+root handler of Django's LOGGING (settings.py), gunicorn's and uvicorn's error
+and access logs (``config.web_server.GunicornLogger``).
 """
 
 from __future__ import annotations
@@ -22,20 +26,36 @@ REDACTED = "…"
 # the request line). Whatever stands in the secret's place is redacted, so a
 # wrong or mistyped secret is not printed either.
 _SEGMENT = r"[^/?#\s\"']+"
+# Every path that carries a secret, declared once: what stands before the
+# secret segment, where "*" is one public segment (the provider id). The
+# segment after it is the secret, whatever it holds. The admin's
+# "/new-secret/<key>/" page is no credential (its key opens nothing without the
+# admin's own session) but shows a secret once: its key is not logged either.
+SECRET_PATHS = (
+    "/chat-api/",
+    "/webhooks/*/",
+    "/visitor/",
+    "/files/",
+    "/new-secret/",
+    "/agent/password/reset/*/",
+    "/mail/confirm/",
+)
+
 # Any case: /CHAT-API/<secret>/… is a 404, but its secret is still a secret.
 _PATH_SECRETS = re.compile(
-    rf"(/chat-api/){_SEGMENT}|(/webhooks/{_SEGMENT}/){_SEGMENT}|(/visitor/){_SEGMENT}"
-    rf"|(/agent/password/reset/{_SEGMENT}/){_SEGMENT}",
+    "("
+    + "|".join(re.escape(head).replace(r"\*", _SEGMENT) for head in SECRET_PATHS)
+    + ")"
+    + _SEGMENT,
     re.IGNORECASE,
 )
 
 
 def redact_secrets(text: str) -> str:
-    """``text`` with the secret of every Chat API path and the token of every
-    Bot API path replaced: ``/chat-api/…/<public id>``, ``/webhooks/<provider id>/…``."""
-    return _PATH_SECRETS.sub(
-        lambda match: (match[1] or match[2] or match[3] or match[4]) + REDACTED, text
-    )
+    """``text`` with the secret segment of every path in ``SECRET_PATHS``
+    replaced: ``/chat-api/…/<public id>``, ``/webhooks/<provider id>/…``,
+    ``/visitor/…/stream``, ``/files/…/<name>``."""
+    return _PATH_SECRETS.sub(lambda match: match[1] + REDACTED, text)
 
 
 def _redacted_arg(value: Any) -> Any:

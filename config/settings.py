@@ -5,7 +5,9 @@ With no ``DATABASE_URL`` the database is a SQLite file under ``var/``; with no
 cache, so ``make run`` needs no server besides Python.
 """
 
+import contextlib
 import hashlib
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -136,6 +138,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # The file holds password hashes, API keys and channel secrets: it is made
+    # owner-only (0600) before SQLite first opens it, whichever command comes
+    # first (migrate included); SQLite gives its -wal and -shm files the same mode.
+    _sqlite_file = str(DATABASES["default"]["NAME"])
+    if _sqlite_file != ":memory:" and not _sqlite_file.startswith("file:"):
+        # A missing folder is left for SQLite to name in its own error.
+        with contextlib.suppress(FileExistsError, FileNotFoundError):
+            os.close(os.open(_sqlite_file, os.O_CREAT | os.O_EXCL, 0o600))
     # A file, not memory, so a worker process in the integration tests sees it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-switchboard.sqlite3")}
 else:

@@ -45,8 +45,16 @@ class NewSecret:
 _SESSION_KEY = "new-secrets:{}"
 
 
+SIGNING_SECRET = "signing secret"  # noqa: S105 (what a secret page shows, by name)
+ENDPOINT_URL = "endpoint URL"  # a Chat API channel's, whose path holds its secret
+
+
 def secret_page(
-    request: HttpRequest, secrets: list[NewSecret], *, onward: tuple[str, str]
+    request: HttpRequest,
+    secrets: list[NewSecret],
+    *,
+    onward: tuple[str, str],
+    kind: str = SIGNING_SECRET,
 ) -> HttpResponseRedirect:
     """Answer the POST that made ``secrets`` with a redirect to the one page
     that shows them, once (Post/Redirect/Get: reloading that page cannot make
@@ -54,12 +62,14 @@ def secret_page(
 
     Until shown they wait in the server-side session (the database; the
     cookie holds only its key), never in a message (a cookie). ``onward`` is
-    the link to go on with: (text, URL).
+    the link to go on with: (text, URL); ``kind`` what the secrets are
+    (``SIGNING_SECRET`` or ``ENDPOINT_URL``).
     """
     token = token_urlsafe(16)
     request.session[_SESSION_KEY.format(token)] = {
         "secrets": [asdict(new) for new in secrets],
         "onward": list(onward),
+        "kind": kind,
     }
     response = HttpResponseRedirect(reverse("admin:delivery_new_secret", args=[token]))
     response.status_code = 303  # See Other: the page is fetched with GET
@@ -70,7 +80,8 @@ def new_secret_view(request: HttpRequest, admin_site: admin.AdminSite, token: st
     """The only place a signing secret is ever shown, once: it leaves the
     session as it is shown, and no cache keeps the page."""
     shown = request.session.pop(_SESSION_KEY.format(token), None)
-    context = {**admin_site.each_context(request), "title": "Signing secret"}
+    kind = shown.get("kind", SIGNING_SECRET) if shown else SIGNING_SECRET
+    context = {**admin_site.each_context(request), "title": kind.capitalize(), "kind": kind}
     if shown is None:
         context["onward_text"], context["onward_url"] = _to_endpoints()
         response = TemplateResponse(request, "admin/delivery/secret_gone.html", context, status=410)

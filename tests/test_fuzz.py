@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from agents import services
-from agents.models import Agent
+from agents.models import Agent, Message
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
-from tests.factories import AgentFactory, ClientFactory, text
+from tests.factories import AgentFactory, ClientFactory, page_of, text
 
 pytestmark = pytest.mark.django_db
 
@@ -120,3 +120,55 @@ def test_the_agent_api_never_answers_500(
     )
     answer = api.generic("POST", path, encode(body).decode(), content_type="application/json")
     assert_well_formed(answer)
+
+
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("number", [HUGE, f"-{HUGE}", f"{HUGE}.5", "1e999"])
+def test_a_number_too_large_for_anything_is_a_400_in_our_words(
+    chat_api: ChatApiChannel, agent_api: tuple[APIClient, int], number: str
+) -> None:
+    # Given A2's and the agent API's bodies with a number no field of ours can hold
+    a2 = "/" + chat_api.endpoint_url.split("/", 3)[3]
+    api, chat_id = agent_api
+    stored = Message.objects.count()
+
+    # When they are sent
+    answers: list[Any] = [
+        Browser().post(
+            a2,
+            f'{{"sender": {{"id": {number}}}, "message": {{"type": "text", "text": "hi"}}}}',
+            content_type="application/json",
+        ),
+        api.generic(
+            "POST",
+            f"/api/agent/v1/chats/{chat_id}/messages",
+            f'{{"type": "text", "text": "hi", "id": {number}}}',
+            content_type="application/json",
+        ),
+    ]
+
+    # Then each is refused with our own message, and nothing is stored
+    for answer in answers:
+        assert answer.status_code == 400
+        error = answer.json()["error"]
+        assert error["code"] == "invalid_request"
+        assert error["message"].startswith("the body is not valid JSON: a number is longer than")
+        assert "sys." not in error["message"]
+    assert Message.objects.count() == stored
+
+
+def test_a_number_too_large_for_an_id_in_a_page_query_names_no_chat(
+    agent_api: tuple[APIClient, int],
+) -> None:
+    # Given an agent with a chat, signed in to the pages
+    page = page_of(Agent.objects.get())
+
+    # When a page asks with an id no row can have
+    live = page.get(f"/agent/live?chat={HUGE}&after={HUGE}")
+    search = page.get(f"/agent/canned/search?q=x&chat={HUGE}")
+
+    # Then it is answered as for no chat at all
+    assert live.status_code == 200 and live.json()["online"] is True
+    assert search.status_code == 200 and search.json() == {"replies": []}

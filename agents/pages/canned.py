@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import canned, selectors
+from agents.api.parsers import id_from
 from agents.models import CannedReply, Chat
 from agents.pages.workspace import _agent
 from agents.services import ServiceError
@@ -96,9 +97,9 @@ def search(request: HttpRequest) -> JsonResponse:
     """What ``/…`` in the reply box finds, filled for the open chat."""
     agent = _agent(request)
     chat: Chat | None = None
-    chat_id = request.GET.get("chat", "")
-    if chat_id.isascii() and chat_id.isdigit():
-        chat = selectors.chats_for_agent(agent=agent).filter(pk=int(chat_id)).first()
+    chat_id = id_from(request.GET.get("chat", ""))
+    if chat_id is not None:
+        chat = selectors.chats_for_agent(agent=agent).filter(pk=chat_id).first()
     found = canned.replies_for(agent=agent, search=request.GET.get("q", "").strip()[:50])
     return JsonResponse(
         {

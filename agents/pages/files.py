@@ -3,6 +3,8 @@ message carries (docs/agent-pages.md, "Files")."""
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
@@ -10,6 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import attachments
 from agents.pages.workspace import _act, _chat, _refused
 from agents.services import ServiceError
+
+logger = logging.getLogger(__name__)
 
 
 @login_required
@@ -31,9 +35,16 @@ def _serve(token: str, name: str, *, thumb: bool) -> FileResponse:
     field = None if attachment is None else (attachment.thumb if thumb else attachment.file)
     if attachment is None or not field:
         raise Http404("no such file")
+    try:
+        opened = field.open("rb")
+    except FileNotFoundError:
+        # The row outlived its object (a storage cleaned by hand, a lost
+        # bucket): for the client it is no file at all, for the operator a warning.
+        logger.warning("files.missing_from_storage attachment=%s", attachment.pk)
+        raise Http404("no such file") from None
     inline = thumb or attachment.content_type.startswith("image/")
     response = FileResponse(
-        field.open("rb"),
+        opened,
         content_type=attachments.content_type_of(attachment, thumb=thumb),
         as_attachment=not inline,
         filename=attachment.file_name,

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from agents import services
+from agents.api.parsers import id_from
 from agents.models import Agent, Chat, Department
 from agents.pages.workspace import _act
 
@@ -15,11 +16,12 @@ from agents.pages.workspace import _act
 def _target(value: str, chat: Chat) -> tuple[Agent | None, Department | None]:
     """``agent:<id>`` or ``department:<id>``, as the transfer form names them."""
     kind, _, number = value.partition(":")
-    if not (number.isascii() and number.isdigit()) or kind not in ("agent", "department"):
+    target_id = id_from(number)
+    if target_id is None or kind not in ("agent", "department"):
         raise services.ServiceError("choose an agent or a department")
     if kind == "agent":
-        return services.transfer_target(chat=chat, agent_id=int(number))
-    return services.transfer_target(chat=chat, department_id=int(number))
+        return services.transfer_target(chat=chat, agent_id=target_id)
+    return services.transfer_target(chat=chat, department_id=target_id)
 
 
 @login_required

@@ -23,6 +23,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import addresses, selectors, services
+from agents.api.parsers import id_from
 from agents.api.serializers import MessageIn
 from agents.attachments import KINDS
 from agents.models import Agent, Call, Chat, Message, OfflineMessage
@@ -195,14 +196,13 @@ def live(request: HttpRequest) -> JsonResponse:
     """All that changed for this page, in one answer: lists, new messages of the
     open chat, delivery states, typing. The page asks once a second."""
     agent = _agent(request)
-    chat_id = request.GET.get("chat", "")
-    chat = _chat(request, int(chat_id)) if chat_id.isascii() and chat_id.isdigit() else None
+    chat_id = id_from(request.GET.get("chat", ""))
+    chat = _chat(request, chat_id) if chat_id is not None else None
     back = reverse("agent:chat", args=[chat.pk]) if chat else reverse("agent:home")
     data: dict[str, Any] = {"online": agent.is_online}
     if chat is not None:
-        after = request.GET.get("after", "0")
         # A page's last message id; a number no message id can be is no place to start.
-        after_id = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
+        after_id = id_from(request.GET.get("after", "0")) or 0
         new = list(selectors.messages_of(chat=chat).filter(pk__gt=after_id)[:MESSAGE_PAGE])
         if request.GET.get("seen") == "1":  # in sight: what the page has and what it gets now
             shown = new[-1].pk if new else min(after_id, _newest_message_id(chat))

@@ -14,6 +14,7 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client as Browser
 from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 from rest_framework.test import APIClient
 
 from agents import attachments, services
@@ -104,6 +105,65 @@ def test_a_pdf_is_a_document_downloaded_not_shown(agent: Agent) -> None:
     assert served["Content-Disposition"].startswith("attachment;")
     assert Browser().get(f"/files/{token}/other.pdf").status_code == 404
     assert Browser().get(f"/files/{'x' * 43}/invoice.pdf").status_code == 404
+
+
+def test_a_file_gone_from_storage_is_a_404_not_a_500(agent: Agent) -> None:
+    # Given a photo whose stored objects were removed behind the service's back
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile("photo.png", png(), content_type="image/png")
+    page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload})
+    attachment = Attachment.objects.get()
+    default_storage.delete(str(attachment.file.name))
+    default_storage.delete(str(attachment.thumb.name))
+
+    # When the client's integrator fetches its links
+    file = Browser().get(f"/files/{attachment.token}/photo.png")
+    thumb = Browser().get(f"/files/{attachment.token}/thumb/photo.png")
+
+    # Then both are "not found", with no traceback
+    for answer in (file, thumb):
+        assert answer.status_code == 404
+        assert "Traceback" not in answer.content.decode()
+
+
+def camera_photo(image_format: str) -> bytes:
+    """A photo as a phone saves it: camera, time and GPS position in its EXIF,
+    a comment or a text chunk, and "turn 90° to show" as its orientation."""
+    exif = Image.Exif()
+    exif[0x010F], exif[0x0110], exif[0x0132] = "Canon", "EOS 5D", "2026:11:25 10:00:00"
+    exif[0x0112] = 6  # Orientation: rotate 90° clockwise
+    exif[0x8825] = {1: "N", 2: (48.0, 51.0, 24.0), 3: "E", 4: (2.0, 21.0, 3.0)}  # GPSInfo
+    out = io.BytesIO()
+    image = Image.new("RGB", (400, 200), (40, 85, 216))
+    if image_format == "PNG":
+        info = PngInfo()
+        info.add_text("Location", "48.8566 N, 2.3522 E")
+        image.save(out, format="PNG", exif=exif, pnginfo=info)
+    else:
+        image.save(out, format="JPEG", exif=exif, comment=b"Ann's flat, 3rd floor")
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("image_format", "name"), [("JPEG", "photo.jpg"), ("PNG", "photo.png")])
+def test_a_photo_reaches_the_client_without_camera_time_or_place_but_upright(
+    agent: Agent, image_format: str, name: str
+) -> None:
+    # Given a phone's photo with its metadata
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile(name, camera_photo(image_format))
+
+    # When the agent sends it and the client fetches it
+    page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload}, headers=FETCH)
+    attachment = Attachment.objects.get()
+    served = body_of(Browser().get(f"/files/{attachment.token}/{name}"))
+
+    # Then the picture is the same, turned the same way, and says nothing else
+    assert b"Canon" not in served and b"48.8566" not in served and b"3rd floor" not in served
+    with Image.open(io.BytesIO(served)) as image:
+        assert image.format == image_format and image.size == (400, 200)
+        assert dict(image.getexif()) == {0x0112: 6}
+        assert "comment" not in image.info and "Location" not in image.info
+    assert attachment.file_size == len(served)
 
 
 @pytest.mark.parametrize(

@@ -149,6 +149,7 @@ def test_a_transfer_to_a_department_queues_the_chat(agent: Agent, integrator: In
         ("agent:999999", "that agent does not answer this channel"),
         ("robot:1", "choose an agent or a department"),
         ("department:x", "choose an agent or a department"),
+        (f"agent:{'9' * 5000}", "choose an agent or a department"),
     ],
 )
 def test_a_transfer_without_a_right_target_is_refused(

@@ -13,6 +13,7 @@ from django.test import Client as Browser
 
 from agents.models import Agent, Channel
 from channels_api.models import ChatApiChannel
+from tests.channels_api.conftest import path_of
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +94,78 @@ def test_the_admin_rotates_the_secret(admin_browser: Browser) -> None:
     new = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint.secret
     assert new != made["signing_secret"]
     assert "no-store" in answer["Cache-Control"] and secret_on(answer.content.decode()) == new
+
+
+def test_the_admin_rotates_the_endpoint_url_and_the_old_one_stops_at_once(
+    admin_browser: Browser,
+) -> None:
+    # Given a channel whose URL the integrator uses
+    made = run_create("--name", "A", "--webhook-url", "https://a.example/x")
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+    assert Browser().get(path_of(made["status_url"])).status_code == 200
+
+    # When an admin rotates its URL
+    answer = admin_browser.post(
+        "/admin/channels_api/chatapichannel/",
+        {"action": "rotate_path_secret", "_selected_action": [chat_api.pk]},
+    )
+    shown = admin_browser.get(answer["Location"])
+    again = admin_browser.get(answer["Location"])
+
+    # Then the new URL is shown once, the old one is refused and the new one works
+    new_url = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint_url
+    assert answer.status_code == 303 and new_url != made["endpoint_url"]
+    assert shown.status_code == 200 and "no-store" in shown["Cache-Control"]
+    assert new_url in shown.content.decode() and "stopped working" in shown.content.decode()
+    assert again.status_code == 410 and new_url not in again.content.decode()
+    assert Browser().get(path_of(made["status_url"])).status_code == 404
+    assert Browser().get(path_of(f"{new_url}/status")).status_code == 200
+
+
+def test_the_channels_page_has_a_button_that_rotates_its_url(
+    admin_browser: Browser, agent: Agent
+) -> None:
+    made = run_create("--name", "A", "--webhook-url", "https://a.example/x", "--agent", agent.email)
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+    change = f"/admin/channels_api/chatapichannel/{chat_api.pk}/change/"
+    assert 'name="_rotate_path_secret"' in admin_browser.get(change).content.decode()
+
+    answer = admin_browser.post(
+        change,
+        {
+            "name": "A",
+            "webhook_url": "https://a.example/x",
+            "agents": [agent.pk],
+            "active": "on",
+            "_rotate_path_secret": "",
+        },
+    )
+
+    new_url = ChatApiChannel.objects.get(pk=chat_api.pk).endpoint_url
+    assert answer.status_code == 303 and new_url != made["endpoint_url"]
+    assert new_url in admin_browser.get(answer["Location"]).content.decode()
+    assert Browser().get(path_of(made["status_url"])).status_code == 404
+
+
+def test_rotate_chat_api_secret_command() -> None:
+    made = run_create("--name", "A", "--webhook-url", "https://a.example/x")
+    out = StringIO()
+
+    call_command("rotate_chat_api_secret", "--channel", made["public_id"], stdout=out)
+
+    printed = json.loads(out.getvalue())
+    chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
+    assert printed == {
+        "id": made["id"],
+        "public_id": made["public_id"],
+        "endpoint_url": chat_api.endpoint_url,
+        "status_url": chat_api.status_url,
+    }
+    assert printed["endpoint_url"] != made["endpoint_url"]
+    assert Browser().get(path_of(made["status_url"])).status_code == 404
+    assert Browser().get(path_of(printed["status_url"])).status_code == 200
+    with pytest.raises(CommandError, match="no Chat API channel with public id 'nope'"):
+        call_command("rotate_chat_api_secret", "--channel", "nope", stdout=StringIO())
 
 
 def secret_on(page: str) -> str:

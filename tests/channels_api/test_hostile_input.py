@@ -86,14 +86,38 @@ def raw_post(integrator: Integrator, path: str) -> Any:
 
 
 def test_long_optional_contact_fields_are_cut_not_rejected(integrator: Integrator) -> None:
-    answer = integrator.say(
-        "hi", name="N" * 400, phone="1" * 300, email="e" * 300, invite="i" * 6000
-    )
+    answer = integrator.say("hi", name="N" * 400, phone="1" * 300, invite="i" * 6000)
 
     assert answer.status_code == 200
     client = Client.objects.get()
-    assert (len(client.name), len(client.phone), len(client.email)) == (255, 100, 255)
+    assert (len(client.name), len(client.phone)) == (255, 100)
     assert len(client.invite_text) == 5000
+
+
+@pytest.mark.parametrize(
+    "email",
+    [
+        "not-an-email\r\nBcc: everyone@example.com",
+        "ann@example.com\nBcc: everyone@example.com",
+        "ann@",
+        "e" * 300,
+        "a" * 250 + "@example.com",  # cut at 255 it would be another address
+    ],
+)
+def test_an_invalid_sender_email_is_absent_but_the_message_is_kept(
+    integrator: Integrator, email: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a client whose address is known
+    integrator.say("one", email="ann@example.com")
+
+    # When the integrator sends a message with an address that is none
+    answer = integrator.say("two", email=email)
+
+    # Then the message is taken, the address is as if absent, and the log says so
+    assert answer.status_code == 200
+    assert Client.objects.get().email == "ann@example.com"
+    assert list(Message.objects.values_list("text", flat=True)) == ["one", "two"]
+    assert "chat_api.sender_email_ignored sender='u-1' reason=invalid" in caplog.text
 
 
 def test_typing_of_an_unknown_sender_creates_nobody(integrator: Integrator) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import sys
 from collections.abc import Iterator
 
 import pytest
 import requests
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.resolvers import RoutePattern
 
 from agents.models import Agent
 from channels_api.models import ChatApiChannel
@@ -36,6 +39,9 @@ TEXT = {"sender": {"id": "u-1"}, "message": {"type": "text", "text": "Hello"}}
             "GET /agent/password/reset/MQ/cz1-0123abcdef/ HTTP/1.1",
             "GET /agent/password/reset/MQ/…/ HTTP/1.1",
         ),
+        ("GET /files/tOk_en-9/photo.png HTTP/1.1", "GET /files/…/photo.png HTTP/1.1"),
+        ("Not Found: /files/tOk_en-9/thumb/photo.png", "Not Found: /files/…/thumb/photo.png"),
+        ("GET /visitor/v1s-tok/stream HTTP/1.1", "GET /visitor/…/stream HTTP/1.1"),
     ],
 )
 def test_the_secret_segment_is_replaced(text: str, redacted: str) -> None:
@@ -86,6 +92,79 @@ def test_the_filter_redacts_the_traceback() -> None:
     assert "no route for /chat-api/…/pub1" in printed
 
 
+# URL parameters that are no credential: ids a log may show. Any other
+# parameter of a route is taken for a secret that SECRET_PATHS must cover.
+PUBLIC_PARAMETERS = {
+    "public_id",  # a Chat API channel's, beside its path secret
+    "provider_id",  # a bot provider's, beside its token
+    "widget_id",  # printed in every site's page source
+    "action",  # the widget's visitor endpoint's verb
+    "name",  # a file's name, beside its token
+    "object_id",  # the admin's
+    "app_label",  # the admin's
+    "content_type_id",  # the admin's
+    "id",  # the admin's
+    "url",  # the admin's catch-all
+}
+
+
+def routes(
+    patterns: list[URLPattern | URLResolver], prefix: str = "/", regexes: tuple[str, ...] = ()
+) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """Every route of the URL conf as its path template, and the named groups
+    of any regular expression on its way (a template cannot stand for them)."""
+    for pattern in patterns:
+        if isinstance(pattern.pattern, RoutePattern):
+            here, groups = prefix + str(pattern.pattern), regexes
+        else:
+            here, groups = prefix, regexes + tuple(pattern.pattern.regex.groupindex)
+        if isinstance(pattern, URLResolver):
+            yield from routes(pattern.url_patterns, here, groups)
+        else:
+            yield here, groups
+
+
+def test_every_route_with_a_secret_is_redacted() -> None:
+    # Given every route of the URL conf, each parameter filled with a value of its own
+    covered: set[str] = set()
+    for template, groups in routes(get_resolver().url_patterns):
+        assert set(groups) <= PUBLIC_PARAMETERS, f"{template}: a secret in a regex route"
+        ids: dict[str, str] = {}  # the values a log may show
+        secret_values: dict[str, str] = {}
+        for converter, parameter in re.findall(r"<(?:(\w+):)?(\w+)>", template):
+            if converter == "int":
+                ids[parameter] = "12345"
+            elif parameter in PUBLIC_PARAMETERS:
+                ids[parameter] = f"{parameter.upper()}-ID"
+            else:
+                secret_values[parameter] = f"{parameter.upper()}-SECRET"
+        path = template
+        for parameter, value in (ids | secret_values).items():
+            path = re.sub(rf"<(?:\w+:)?{parameter}>", value, path)
+
+        # When its request line is logged
+        logged = redact_secrets(f"GET {path} HTTP/1.1")
+
+        # Then no secret is left, and every id still is
+        for secret in secret_values.values():
+            assert secret not in logged, f"{template}: declare it in SECRET_PATHS"
+        for value in ids.values():
+            assert value in logged, template
+        if secret_values:
+            covered.add(template)
+
+    # And each route with a secret is one the project means
+    assert covered == {
+        "/chat-api/<str:path_secret>/<str:public_id>/status",
+        "/chat-api/<str:path_secret>/<str:public_id>",
+        "/webhooks/<str:provider_id>/<str:token>",
+        "/visitor/<str:token>/stream",
+        "/files/<str:token>/<str:name>",
+        "/files/<str:token>/thumb/<str:name>",
+        "/admin/delivery/endpoint/new-secret/<str:token>/",
+    }
+
+
 @pytest.fixture
 def chat_api() -> ChatApiChannel:
     agent: Agent = AgentFactory.create(is_online=True)
@@ -121,16 +200,18 @@ def test_a_real_run_logs_no_path_secret(server: WebServer, chat_api: ChatApiChan
         "A2, too large": http.post(endpoint, data=b"x" * 100_000, timeout=10).status_code,
     }
     http.post(f"{server.base_url}/webhooks/prov-1/{bot_token}", json={}, timeout=10)
+    file_token = secrets.token_urlsafe(32)
+    no_file = http.get(f"{server.base_url}/files/{file_token}/photo.png", timeout=10)
     a2: list[int] = []
     while 429 not in a2 and len(a2) < 20:
         a2.append(http.post(endpoint, json=TEXT, timeout=10).status_code)
 
     # Then each was answered as expected, and no log holds a secret
     assert answers == {"A1": 200, "A1, wrong secret": 404, "A2 by GET": 405, "A2, too large": 413}
-    assert a2[0] == 200 and 429 in a2
+    assert a2[0] == 200 and 429 in a2 and no_file.status_code == 404
     server.stop()  # flushes every log line
     out, err = server.stdout(), server.stderr()
-    for credential in (secret, wrong_secret, bot_token):
+    for credential in (secret, wrong_secret, bot_token, file_token):
         assert credential not in out + err
     redacted = f"/chat-api/…/{public_id}"
     assert f'"GET {redacted}/status HTTP/1.1" 200' in out
@@ -139,6 +220,8 @@ def test_a_real_run_logs_no_path_secret(server: WebServer, chat_api: ChatApiChan
     assert f"Too Many Requests: {redacted}" in err
     assert f"Not Found: /chat-api/…/{public_id}/status" in err
     assert f"Method Not Allowed: {redacted}" in err
+    assert '"GET /files/…/photo.png HTTP/1.1" 404' in out
+    assert "Not Found: /files/…/photo.png" in err
 
 
 @pytest.mark.django_db(transaction=True)
