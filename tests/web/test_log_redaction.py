@@ -104,6 +104,7 @@ PUBLIC_PARAMETERS = {
     "app_label",  # the admin's
     "content_type_id",  # the admin's
     "id",  # the admin's
+    "uidb64",  # the agent's id in a password-reset link, beside its token
     "url",  # the admin's catch-all
 }
 
@@ -162,6 +163,8 @@ def test_every_route_with_a_secret_is_redacted() -> None:
         "/files/<str:token>/<str:name>",
         "/files/<str:token>/thumb/<str:name>",
         "/admin/delivery/endpoint/new-secret/<str:token>/",
+        "/agent/password/reset/<uidb64>/<token>/",
+        "/mail/confirm/<str:token>",
     }
 
 
