@@ -59,7 +59,7 @@ class WebServer:
             try:
                 requests.get(f"{self.base_url}/agent/login/", timeout=5)
                 return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a busy machine boots slowly
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the web server did not start:\n{self.stderr()}")
