@@ -236,7 +236,9 @@ class WidgetChannelForm(forms.ModelForm[WidgetChannel]):
 
     class Meta:
         model = WidgetChannel
-        fields = ["title", "color", "color2", "departments", "offline_form", "rules"]
+        fields = [
+            "title", "color", "color2", "departments", "offline_form", "waiting_text", "rules"
+        ]  # fmt: skip
         field_classes = {"rules": RulesField}
         help_texts = {
             "rules": 'Proactive invitations: {"invitations": [{"text": "Need a hand?", '
@@ -285,7 +287,7 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
 
     def get_fieldsets(self, request: HttpRequest, obj: WidgetChannel | None = None) -> Any:
         channel = ("name", "agents", "active", "callback")
-        looks = ("title", "color", "color2", "departments", "offline_form", "rules")
+        looks = ("title", "color", "color2", "departments", "offline_form", "waiting_text", "rules")
         if obj is None:
             return [("Channel", {"fields": channel}), ("Widget", {"fields": looks})]
         code = ("widget_id", "embed_code_field", "stub_code_field")

@@ -115,6 +115,11 @@ class WidgetChannel(models.Model):
     offline_form = models.BooleanField(
         default=True, help_text="With no agent online, visitors may leave a message."
     )
+    waiting_text = models.CharField(
+        max_length=300, blank=True,
+        help_text='Shown to the visitor after its first message while the chat waits for an '
+        'agent; empty: "An agent will answer shortly."',
+    )  # fmt: skip
     # Proactive invitations (docs/widget.md, "Rules"); svc_api.setRules replaces
     # them in one visitor's browser only.
     rules = models.JSONField(default=default_rules, blank=True)

@@ -51,6 +51,10 @@ class WidgetError(Exception):
 # --- widget channels (operators) ---------------------------------------------
 
 
+# What the visitor reads after its first message, unless the channel says otherwise.
+WAITING_TEXT = "An agent will answer shortly."
+
+
 @transaction.atomic
 def create_widget_channel(
     *,
@@ -59,6 +63,7 @@ def create_widget_channel(
     callback: bool = False,
     title: str = "",
     departments: Iterable[Department] = (),
+    waiting_text: str = "",
 ) -> WidgetChannel:
     """A widget channel with its agents; ``callback`` takes callback requests
     every day, all day (the admin narrows the hours)."""
@@ -67,6 +72,9 @@ def create_widget_channel(
         raise WidgetError("a widget channel needs a name of 1 to 200 characters")
     if len(title) > 100:
         raise WidgetError("the title holds at most 100 characters")
+    waiting_text = waiting_text.strip()
+    if len(waiting_text) > 300:
+        raise WidgetError("the waiting text holds at most 300 characters")
     emails = [email.strip().lower() for email in agent_emails]
     any_of = Q(pk__in=[])
     for email in emails:
@@ -77,7 +85,9 @@ def create_widget_channel(
         raise WidgetError(f"no agent with e-mail {missing[0]!r}")
     channel = Channel.objects.create(name=name, kind=Channel.Kind.WIDGET)
     channel.agents.set(found.values())
-    widget = WidgetChannel.objects.create(channel=channel, title=title or "Chat with us")
+    widget = WidgetChannel.objects.create(
+        channel=channel, title=title or "Chat with us", waiting_text=waiting_text
+    )
     widget.departments.set(departments)
     CallbackSettings.objects.create(
         channel=channel,
@@ -114,6 +124,7 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
         if selectors.agents_online(channel=channel) and not (client and client.is_blacklisted)
         else "offline",
         "offline_form": widget.offline_form,
+        "waiting_text": widget.waiting_text or WAITING_TEXT,
         "callback": {"enabled": not reason, "reason": reason},
         "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
         "rules": widget.rules if isinstance(widget.rules, dict) else {},

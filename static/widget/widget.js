@@ -231,6 +231,13 @@
     if (!mine && m.sender_name) kids.push(h('div', { class: 'who', text: m.sender_name + (m.author === 'bot' ? ' (bot)' : '') }));
     if (m.title && m.buttons && m.text) kids.push(h('div', { class: 'title', text: m.title }));
     kids.push(body);
+    var at = new Date(m.created || Date.now());
+    if (!isNaN(at)) {
+      // In the visitor's time zone; drawn by CSS (content: attr), so the message's
+      // text stays the message's for whoever reads it (svc_on* callbacks, copying).
+      kids.push(h('time', { class: 'at', datetime: at.toISOString(), title: at.toLocaleString(),
+        'data-time': at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) }));
+    }
     if (m.buttons && m.buttons.length) {
       kids.push(h('div', { class: 'choices' }, m.buttons.map(function (text) {
         return h('button', { type: 'button', class: 'choice', 'data-testid': 'svc-choice', text: text, onclick: function () { send(text); } });
@@ -441,7 +448,12 @@
     if (first && S.invitation) body.invitation = S.invitation;
     S.typingSent = 0;
     return call('message', body).then(function (j) {
-      add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '' }, false);
+      add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '', created: j.created }, false);
+      // A chat that waits for an agent says so (a bot's chat has the bot's answer).
+      if (first && j.state === 'queued' && S.cfg.waiting_text) {
+        note(S.cfg.waiting_text);
+        ui.list.lastChild.setAttribute('data-testid', 'svc-waiting');
+      }
       if (first) {
         S.fresh = false;
         // The stream may have told of this chat already (a bot's answer, a Reply).
@@ -808,6 +820,9 @@
     '.msg{max-width:85%;padding:8px 12px;border-radius:12px;background:#fff;border:1px solid #d0d7de;overflow-wrap:anywhere;white-space:pre-wrap}',
     '.msg.client{align-self:flex-end;background:var(--svc-color);color:var(--svc-text);border-color:transparent}',
     '.msg.agent,.msg.bot{align-self:flex-start}',
+    '.at{display:block;margin-top:2px;font-size:11px;text-align:right;color:#57606a}',
+    '.at::after{content:attr(data-time)}',
+    '.msg.client .at{color:inherit}',
     '.who{font-size:12px;font-weight:600;color:#57606a;margin-bottom:2px}',
     '.msg a{color:#0a58ca}',
     '.msg.client a{color:inherit}',

@@ -57,6 +57,7 @@ def test_the_command_prints_one_json_line_and_makes_the_channel(alice: Agent) ->
         "--agent=bob@example.com",
         "--callback",
         "--title=Questions? Ask us",
+        "--waiting-text= Someone will be with you in a minute. ",
     )
 
     channel = Channel.objects.get()
@@ -71,6 +72,7 @@ def test_the_command_prints_one_json_line_and_makes_the_channel(alice: Agent) ->
     assert channel.name == "Shop website" and channel.kind == Channel.Kind.WIDGET
     assert set(channel.agents.all()) == {alice, bob}
     assert channel.widget.title == "Questions? Ask us"
+    assert channel.widget.waiting_text == "Someone will be with you in a minute."
     assert CallbackSettings.objects.get(channel=channel).enabled
 
 
@@ -96,6 +98,10 @@ def test_without_options_the_widget_takes_no_callbacks_and_has_the_default_title
         (["--name=  "], "a widget channel needs a name of 1 to 200 characters"),
         (["--name=" + "x" * 201], "a widget channel needs a name of 1 to 200 characters"),
         (["--name=Shop", "--title=" + "t" * 101], "the title is at most 100 characters"),
+        (
+            ["--name=Shop", "--waiting-text=" + "w" * 301],
+            "the waiting text holds at most 300 characters",
+        ),
     ],
 )
 def test_the_command_refuses_bad_input_and_makes_nothing(
@@ -125,6 +131,7 @@ def form(**overrides: Any) -> dict[str, Any]:
         "color2": "#ffffff",
         "departments": [],
         "offline_form": "on",
+        "waiting_text": "",
         "rules": '{"invitations": []}',
         **overrides,
     }

@@ -187,6 +187,7 @@ def test_a_page_load_gets_the_widgets_config(widget: WidgetChannel, billing: Dep
             "color2": "#ffffff",
             "mode": "online",
             "offline_form": True,
+            "waiting_text": "An agent will answer shortly.",
             "callback": {"enabled": False, "reason": "Callback disabled"},
             "departments": [{"id": billing.pk, "name": "Billing"}],
             "rules": {"invitations": []},
@@ -235,6 +236,10 @@ def test_the_config_tells_the_callback_state_and_the_widgets_settings(
         False,
     )
     assert config["rules"] == {"invitations": [{"d": 5}]}
+
+    # After the first message: the channel's own words, else the default.
+    WidgetChannel.objects.filter(pk=callback_widget.pk).update(waiting_text="Back in 5 min.")
+    assert page.ok("session")["config"]["waiting_text"] == "Back in 5 min."
 
     WidgetChannel.objects.filter(pk=callback_widget.pk).update(rules=["not", "an", "object"])
     assert page.ok("session")["config"]["rules"] == {}
@@ -329,11 +334,13 @@ def test_the_first_message_makes_the_visitor_and_returns_its_token(
     assert isinstance(token, str) and len(token) >= 32
     client = client_for_visitor_token(token)
     assert client is not None and client.channel_id == widget.channel_id
+    sent = Message.objects.get(chat__client=client)
     assert data == {
         "result": "ok",
-        "message_id": Message.objects.get(chat__client=client).pk,
+        "message_id": sent.pk,
         "chat_id": Chat.objects.get(client=client).pk,
         "state": "queued",
+        "created": sent.created.isoformat(),  # the time the widget shows on it
         "token": token,
         # Its stream replays from here: every event of the new visitor is later.
         "last_event_id": data["last_event_id"],

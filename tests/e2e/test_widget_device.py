@@ -1,19 +1,20 @@
 """The widget as a visitor sees it on a laptop and on a phone (the ``device``
-fixture): the end of a chat and a host page wider than the phone's screen
-(docs/widget.md)."""
+fixture): the end of a chat, a host page wider than the phone's screen, and
+the times on messages (docs/widget.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from agents import services
 from agents.content import Content
-from agents.models import Agent, Chat
+from agents.models import Agent, Chat, Message
 from devhooks.models import WidgetChannel
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import LIVE, alice, site, wait_loaded, widget  # noqa: F401 (fixtures)
@@ -21,6 +22,7 @@ from tests.e2e.test_widget_experience import say, shop_page, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+VISITOR_ZONE = "Asia/Tokyo"
 VIEWPORT = "<meta name='viewport' content='width=device-width, initial-scale=1'>"
 # Where an element is against what the visitor can see (the visual viewport),
 # in the layout viewport's CSS pixels, as getBoundingClientRect measures.
@@ -34,7 +36,8 @@ IN_SIGHT = """(el) => {
 
 @pytest.fixture
 def page(chromium: Browser, device: dict[str, Any]) -> Iterator[Page]:
-    context = chromium.new_context(**device)
+    # A visitor far from the server's UTC: times show in the visitor's zone.
+    context = chromium.new_context(**device, timezone_id=VISITOR_ZONE, locale="en-GB")
     yield context.new_page()
     context.close()
 
@@ -178,4 +181,52 @@ def test_on_a_page_wider_than_the_screen_the_widget_stays_in_sight(
     page.get_by_test_id("svc-close").click()
     expect(page.get_by_test_id("svc-window")).to_be_hidden()
     assert fully_in_sight(in_sight(page, "svc-label"))
+    assert errors == []
+
+
+# --- times on messages, and a word while the chat waits --------------------------------
+
+SHOWN_TIME = "(el) => getComputedStyle(el, '::after').content.replace(/\"/g, '')"
+
+
+def test_messages_show_their_time_and_the_first_one_the_channels_waiting_text(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    widget.waiting_text = "We answer within five minutes."
+    widget.save(update_fields=["waiting_text"])
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+    say(page, "Do you sell gift cards?")
+    waiting = page.get_by_test_id("svc-waiting")
+    expect(waiting).to_have_text("We answer within five minutes.")
+    say(page, "For 50 euros?")
+    expect(waiting).to_have_count(1)  # after the first message only
+
+    chat = Chat.objects.get(channel=widget.channel)
+    services.accept_chat(chat=chat, agent=alice)
+    services.post_agent_message(chat=chat, agent=alice, content=Content("text", "We do.", {}))
+    expect(page.locator("[data-author=agent]")).to_contain_text("We do.", timeout=LIVE)
+
+    def shown() -> list[str]:
+        return [t.evaluate(SHOWN_TIME) for t in page.locator("[data-testid=svc-msg] time").all()]
+
+    def expected() -> list[str]:
+        zone = ZoneInfo(VISITOR_ZONE)
+        sent = Message.objects.filter(chat=chat, author__in=["client", "agent"])
+        return [m.created.astimezone(zone).strftime("%H:%M") for m in sent.order_by("id")]
+
+    # The agent's message and the visitor's own, each with its time in the visitor's zone.
+    assert shown() == expected(), (shown(), expected())
+    for time in page.locator("[data-testid=svc-msg] time").all():
+        box = time.bounding_box()
+        assert box and box["width"] > 0 and box["height"] > 0
+    # A reload shows the times the service kept.
+    page.reload()
+    wait_loaded(page)
+    page.evaluate("svc_api.open()")
+    expect(page.get_by_test_id("svc-msg")).to_have_count(3)
+    assert shown() == expected(), (shown(), expected())
     assert errors == []
