@@ -301,6 +301,45 @@
     return f;
   }
 
+  // The contact form and the pre-chat form: the visitor's answers, as setContactInfo gives them.
+  function introduce(sent, fail, done) {
+    if (sent.email && !EMAIL.test(sent.email)) return fail(sent.email + ' is not a valid e-mail address');
+    if (sent.phone && !PHONE.test(sent.phone)) return fail('Enter a phone number: 7 to 15 digits');
+    call('contact', sent).then(function (j) {
+      S.contact = j.contact;
+      fire('onIntroduction', sent);
+      S.view = 'chat';
+      if (done) done();
+      render(!!done);
+    }, function (e) { fail(e.message); });
+  }
+  // The pre-chat form (docs/widget.md): what the channel asks before a chat's first message.
+  var PRECHAT = { name: ['Name', 'text', 'name'], email: ['E-mail', 'email', 'e-mail address'], phone: ['Phone', 'tel', 'phone number'] };
+  function prechatAsks() {
+    var ask = S.cfg.prechat || {};
+    return ['name', 'email', 'phone'].filter(function (k) { return ask[k] === 'optional' || ask[k] === 'required'; });
+  }
+  function prechatDue() {
+    var ask = S.cfg.prechat || {}, c = S.contact || {}, known = { name: c.client_name, email: c.email, phone: c.phone };
+    var asks = prechatAsks();
+    if (!asks.length || (S.chat && S.chat.state !== 'finished')) return false;
+    return !get(local, '_prechat') || asks.some(function (k) { return ask[k] === 'required' && !known[k]; });
+  }
+  function prechatForm() {
+    var ask = S.cfg.prechat, asks = prechatAsks();
+    return form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
+      return field(PRECHAT[k][0] + (ask[k] === 'required' ? '' : ' (optional)'), k, PRECHAT[k][1], ask[k] === 'required');
+    }), 'Start the chat', function (v, fail) {
+      var sent = {};
+      for (var i = 0; i < asks.length; i++) {
+        var k = asks[i];
+        if (ask[k] === 'required' && !v[k]) return fail('Give your ' + PRECHAT[k][2] + '.');
+        if (v[k]) sent[k] = v[k]; // an optional field left empty keeps what the page set
+      }
+      introduce(sent, fail, function () { put(local, '_prechat', '1'); ui.prechat = null; });
+    });
+  }
+
   function build() {
     host = h('div', { id: 'svc-widget', 'data-widget-id': WID });
     root = host.attachShadow({ mode: 'open' });
@@ -369,22 +408,14 @@
     ui.contact = form('svc-contact', 'Tell us who you are.', [
       field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel')
     ], 'Save', function (v, fail) {
-      if (v.email && !EMAIL.test(v.email)) return fail(v.email + ' is not a valid e-mail address');
-      if (v.phone && !PHONE.test(v.phone)) return fail('Enter a phone number: 7 to 15 digits');
-      var sent = { name: v.name, email: v.email, phone: v.phone };
-      call('contact', sent).then(function (j) {
-        S.contact = j.contact;
-        fire('onIntroduction', sent);
-        S.view = 'chat';
-        render();
-      }, function (e) { fail(e.message); });
+      introduce({ name: v.name, email: v.email, phone: v.phone }, fail);
     });
     ui.views = h('div', { class: 'views' });
     ui.window = h('div', { class: 'window', role: 'dialog', 'aria-labelledby': 'svc-title', 'data-testid': 'svc-window', hidden: true,
       onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); api.close(); } } }, [
       h('div', { class: 'head' }, [
         h('div', {}, [ui.title, ui.who]),
-        h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: 'Introduce yourself',
+        ui.introduce = h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: 'Introduce yourself',
           onclick: function () { S.view = S.view === 'contact' ? 'chat' : 'contact'; render(true); } }),
         h('button', { type: 'button', class: 'close', 'data-testid': 'svc-close', 'aria-label': 'Close chat', onclick: function () { api.close(); } }, [icon('close')])
       ]),
@@ -411,7 +442,13 @@
     var offline = chatMode() === 'offline' && !open && (!S.messages.length || S.fresh);
     var view = S.view;
     if (view === 'chat' && offline) view = S.cfg.offline_form ? 'offline' : 'closed';
-    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact }[view];
+    else if (view === 'chat' && !ended && prechatDue()) {
+      view = 'prechat';
+      ui.prechat = ui.prechat || prechatForm(); // made when due: the channel's settings as they are now
+    }
+    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat }[view];
+    // The offline and pre-chat forms ask for the name themselves.
+    ui.introduce.hidden = view === 'offline' || view === 'prechat';
     if (ui.views.firstChild !== el) {
       while (ui.views.firstChild) ui.views.removeChild(ui.views.firstChild);
       ui.views.appendChild(el);
@@ -763,6 +800,7 @@
     },
     clearHistory: function () {
       put(local, '_token', null);
+      put(local, '_prechat', null);
       S.epoch++;
       if (S.stream) S.stream.close();
       S.stream = null; S.token = null; S.chat = null; S.messages = []; S.seen = {}; S.unread = 0;

@@ -58,6 +58,8 @@ def test_the_command_prints_one_json_line_and_makes_the_channel(alice: Agent) ->
         "--callback",
         "--title=Questions? Ask us",
         "--waiting-text= Someone will be with you in a minute. ",
+        "--prechat=name=required",
+        "--prechat=phone=optional",
     )
 
     channel = Channel.objects.get()
@@ -73,6 +75,7 @@ def test_the_command_prints_one_json_line_and_makes_the_channel(alice: Agent) ->
     assert set(channel.agents.all()) == {alice, bob}
     assert channel.widget.title == "Questions? Ask us"
     assert channel.widget.waiting_text == "Someone will be with you in a minute."
+    assert channel.widget.prechat == {"name": "required", "phone": "optional"}
     assert CallbackSettings.objects.get(channel=channel).enabled
 
 
@@ -101,6 +104,14 @@ def test_without_options_the_widget_takes_no_callbacks_and_has_the_default_title
         (
             ["--name=Shop", "--waiting-text=" + "w" * 301],
             "the waiting text holds at most 300 characters",
+        ),
+        (
+            ["--name=Shop", "--prechat=address=required"],
+            "the pre-chat form asks for name, email, phone, not 'address'",
+        ),
+        (
+            ["--name=Shop", "--prechat=email=yes"],
+            "a pre-chat field is off, optional, required, not 'yes'",
         ),
     ],
 )
@@ -132,6 +143,9 @@ def form(**overrides: Any) -> dict[str, Any]:
         "departments": [],
         "offline_form": "on",
         "waiting_text": "",
+        "prechat_name": "off",
+        "prechat_email": "off",
+        "prechat_phone": "off",
         "rules": '{"invitations": []}',
         **overrides,
     }

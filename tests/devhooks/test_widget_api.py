@@ -188,6 +188,7 @@ def test_a_page_load_gets_the_widgets_config(widget: WidgetChannel, billing: Dep
             "mode": "online",
             "offline_form": True,
             "waiting_text": "An agent will answer shortly.",
+            "prechat": {},
             "callback": {"enabled": False, "reason": "Callback disabled"},
             "departments": [{"id": billing.pk, "name": "Billing"}],
             "rules": {"invitations": []},
@@ -320,6 +321,31 @@ def test_a_finished_chat_is_still_the_visitors_chat_with_its_rating(
     visitor = vera.ok("session")["visitor"]
     assert visitor["chat"]["state"] == "queued" and visitor["chat"]["agent_name"] == ""
     assert [m["text"] for m in visitor["messages"]] == ["Me again"]
+
+
+# --- the pre-chat form --------------------------------------------------------------
+
+
+def test_a_required_pre_chat_answer_is_asked_by_the_service_too(
+    widget: WidgetChannel, vera: Visitor
+) -> None:
+    """A visitor that skips the widget's form (a script of its own) is refused
+    its first message until it has given what the channel requires."""
+    WidgetChannel.objects.filter(pk=widget.pk).update(
+        prechat_phone=WidgetChannel.Ask.REQUIRED, prechat_name=WidgetChannel.Ask.OPTIONAL
+    )
+    assert vera.ok("session")["config"]["prechat"] == {"name": "optional", "phone": "required"}
+
+    message = vera.refused("message", text="Hi")
+    assert message == "give your phone number before the first message"
+    assert not Chat.objects.exists() and visitor_count() == 0
+
+    vera.ok("contact", phone="+1 212 555 0100")
+    vera.ok("message", text="Hi")
+    chat = Chat.objects.get()
+    assert chat.client.phone == "+12125550100"
+    # Asked before a chat, not inside one: the open chat takes more messages.
+    vera.ok("message", text="Still there?")
 
 
 # --- visitors, made on first need -------------------------------------------

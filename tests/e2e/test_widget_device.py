@@ -230,3 +230,67 @@ def test_messages_show_their_time_and_the_first_one_the_channels_waiting_text(
     expect(page.get_by_test_id("svc-msg")).to_have_count(3)
     assert shown() == expected(), (shown(), expected())
     assert errors == []
+
+
+# --- the pre-chat form ---------------------------------------------------------------
+
+
+def test_the_pre_chat_form_asks_what_the_channel_wants_before_the_first_message(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    widget.prechat_name = WidgetChannel.Ask.REQUIRED
+    widget.prechat_email = WidgetChannel.Ask.OPTIONAL
+    widget.save(update_fields=["prechat_name", "prechat_email"])
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+
+    # Asked first: a name (required) and an e-mail (optional); no phone, no message box.
+    form = page.get_by_test_id("svc-prechat")
+    expect(form).to_be_visible()
+    expect(form.get_by_label("Name")).to_be_focused()
+    expect(form.get_by_label("E-mail")).to_be_visible()
+    expect(form.get_by_label("Phone")).to_have_count(0)
+    expect(page.get_by_test_id("svc-input")).to_have_count(0)
+    expect(page.get_by_test_id("svc-introduce")).to_be_hidden()  # the form asks already
+    assert fully_in_sight(in_sight(page, "svc-prechat"))
+    start = form.get_by_role("button", name="Start the chat")
+    start.click()
+    expect(form.get_by_role("status")).to_have_text("Give your name.")
+    form.get_by_label("Name").fill("Ann Lee")
+    form.get_by_label("E-mail").fill("ann-at-example.com")
+    start.click()
+    expect(form.get_by_role("status")).to_contain_text("is not a valid e-mail address")
+    assert not Chat.objects.exists()
+
+    form.get_by_label("E-mail").fill("ann@example.com")
+    start.click()
+    expect(page.get_by_test_id("svc-input")).to_be_focused(timeout=LIVE)
+    say(page, "Is the blue one in stock?")
+    chat = Chat.objects.select_related("client").get(channel=widget.channel)
+    assert (chat.client.name, chat.client.email) == ("Ann Lee", "ann@example.com")
+    assert page.evaluate("svc_api.getContactInfo()")["client_name"] == "Ann Lee"
+
+    # Answered once: a reload goes straight to the chat.
+    page.reload()
+    wait_loaded(page)
+    page.evaluate("svc_api.open()")
+    expect(page.get_by_test_id("svc-input")).to_be_visible()
+    expect(page.get_by_test_id("svc-prechat")).to_have_count(0)
+    assert errors == []
+
+
+def test_the_offline_form_does_not_offer_introduce_yourself_beside_its_name_field(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    services.set_agent_status(agent=alice, online=False)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+    form = page.get_by_test_id("svc-offline")
+    expect(form.get_by_label("Name")).to_be_visible()
+    expect(page.get_by_test_id("svc-introduce")).to_be_hidden()
+    assert fully_in_sight(in_sight(page, "svc-offline"))

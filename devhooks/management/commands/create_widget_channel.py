@@ -29,6 +29,13 @@ class Command(BaseCommand):
             default="",
             help='shown after the visitor\'s first message ("An agent will answer shortly.")',
         )
+        parser.add_argument(
+            "--prechat",
+            action="append",
+            default=[],
+            metavar="FIELD=ASK",
+            help="ask before the first message: name, email or phone = optional or required",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         title_limit = WidgetChannel._meta.get_field("title").max_length or 0
@@ -41,6 +48,7 @@ class Command(BaseCommand):
                 callback=options["callback"],
                 title=options["title"],
                 waiting_text=options["waiting_text"],
+                prechat=dict(item.partition("=")[::2] for item in options["prechat"]),
             )
         except WidgetError as error:
             raise CommandError(error.message) from error
