@@ -236,7 +236,10 @@ class WidgetChannelForm(forms.ModelForm[WidgetChannel]):
 
     class Meta:
         model = WidgetChannel
-        fields = ["title", "color", "color2", "departments", "offline_form", "rules"]
+        fields = [
+            "title", "color", "color2", "departments", "offline_form", "waiting_text",
+            "prechat_name", "prechat_email", "prechat_phone", "rules",
+        ]  # fmt: skip
         field_classes = {"rules": RulesField}
         help_texts = {
             "rules": 'Proactive invitations: {"invitations": [{"text": "Need a hand?", '
@@ -285,7 +288,10 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
 
     def get_fieldsets(self, request: HttpRequest, obj: WidgetChannel | None = None) -> Any:
         channel = ("name", "agents", "active", "callback")
-        looks = ("title", "color", "color2", "departments", "offline_form", "rules")
+        looks = (
+            "title", "color", "color2", "departments", "offline_form", "waiting_text",
+            "prechat_name", "prechat_email", "prechat_phone", "rules",
+        )  # fmt: skip
         if obj is None:
             return [("Channel", {"fields": channel}), ("Widget", {"fields": looks})]
         code = ("widget_id", "embed_code_field", "stub_code_field")

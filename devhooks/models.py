@@ -99,6 +99,13 @@ class WidgetChannel(models.Model):
     """A website chat widget: one ``<script>`` on the site owner's pages
     (docs/widget.md). Its ``widget_id`` is the channel's public id."""
 
+    class Ask(models.TextChoices):
+        """Whether the pre-chat form asks for a field (docs/widget.md)."""
+
+        OFF = "off", "Not asked"
+        OPTIONAL = "optional", "Optional"
+        REQUIRED = "required", "Required"
+
     channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="widget")
     title = models.CharField(max_length=100, default="Chat with us")
     color = models.CharField(
@@ -115,6 +122,21 @@ class WidgetChannel(models.Model):
     offline_form = models.BooleanField(
         default=True, help_text="With no agent online, visitors may leave a message."
     )
+    waiting_text = models.CharField(
+        max_length=300, blank=True,
+        help_text='Shown to the visitor after its first message while the chat waits for an '
+        'agent; empty: "An agent will answer shortly."',
+    )  # fmt: skip
+    # The pre-chat form: asked before the visitor's first message of a chat.
+    prechat_name = models.CharField(
+        "pre-chat: name", max_length=8, choices=Ask.choices, default=Ask.OFF
+    )
+    prechat_email = models.CharField(
+        "pre-chat: e-mail", max_length=8, choices=Ask.choices, default=Ask.OFF
+    )
+    prechat_phone = models.CharField(
+        "pre-chat: phone", max_length=8, choices=Ask.choices, default=Ask.OFF
+    )
     # Proactive invitations (docs/widget.md, "Rules"); svc_api.setRules replaces
     # them in one visitor's browser only.
     rules = models.JSONField(default=default_rules, blank=True)
@@ -124,6 +146,16 @@ class WidgetChannel(models.Model):
 
     def __str__(self) -> str:
         return self.channel.name
+
+    @property
+    def prechat(self) -> dict[str, str]:
+        """The fields the pre-chat form asks for: field → optional or required."""
+        asked = {
+            "name": self.prechat_name,
+            "email": self.prechat_email,
+            "phone": self.prechat_phone,
+        }
+        return {field: ask for field, ask in asked.items() if ask != self.Ask.OFF}
 
     @property
     def widget_id(self) -> str:

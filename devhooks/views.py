@@ -162,7 +162,12 @@ def _message(visit: Visit) -> dict[str, Any]:
         department_id=body.get("department_id"),
         invitation=body.get("invitation", ""),
     )
-    return {"message_id": message.pk, "chat_id": message.chat_id, "state": message.chat.state}
+    return {
+        "message_id": message.pk,
+        "chat_id": message.chat_id,
+        "state": message.chat.state,
+        "created": message.created.isoformat(),  # the time the widget shows on it
+    }
 
 
 def _typing(visit: Visit) -> dict[str, Any]:

@@ -51,6 +51,12 @@ class WidgetError(Exception):
 # --- widget channels (operators) ---------------------------------------------
 
 
+# The pre-chat form's fields, as the visitor's refusal names them.
+PRECHAT_FIELDS = {"name": "name", "email": "e-mail address", "phone": "phone number"}
+# What the visitor reads after its first message, unless the channel says otherwise.
+WAITING_TEXT = "An agent will answer shortly."
+
+
 @transaction.atomic
 def create_widget_channel(
     *,
@@ -59,6 +65,8 @@ def create_widget_channel(
     callback: bool = False,
     title: str = "",
     departments: Iterable[Department] = (),
+    waiting_text: str = "",
+    prechat: Mapping[str, str] | None = None,
 ) -> WidgetChannel:
     """A widget channel with its agents; ``callback`` takes callback requests
     every day, all day (the admin narrows the hours)."""
@@ -67,6 +75,10 @@ def create_widget_channel(
         raise WidgetError("a widget channel needs a name of 1 to 200 characters")
     if len(title) > 100:
         raise WidgetError("the title holds at most 100 characters")
+    waiting_text = waiting_text.strip()
+    if len(waiting_text) > 300:
+        raise WidgetError("the waiting text holds at most 300 characters")
+    asks = {f"prechat_{field}": ask for field, ask in _prechat_asks(prechat or {}).items()}
     emails = [email.strip().lower() for email in agent_emails]
     any_of = Q(pk__in=[])
     for email in emails:
@@ -77,7 +89,9 @@ def create_widget_channel(
         raise WidgetError(f"no agent with e-mail {missing[0]!r}")
     channel = Channel.objects.create(name=name, kind=Channel.Kind.WIDGET)
     channel.agents.set(found.values())
-    widget = WidgetChannel.objects.create(channel=channel, title=title or "Chat with us")
+    widget = WidgetChannel.objects.create(
+        channel=channel, title=title or "Chat with us", waiting_text=waiting_text, **asks
+    )
     widget.departments.set(departments)
     CallbackSettings.objects.create(
         channel=channel,
@@ -87,6 +101,19 @@ def create_widget_channel(
         closes_at=time(23, 59, 59, 999999),
     )
     return widget
+
+
+def _prechat_asks(prechat: Mapping[str, str]) -> dict[str, str]:
+    for field, ask in prechat.items():
+        if field not in PRECHAT_FIELDS:
+            raise WidgetError(
+                f"the pre-chat form asks for {', '.join(PRECHAT_FIELDS)}, not {field!r}"
+            )
+        if ask not in WidgetChannel.Ask.values:
+            raise WidgetError(
+                f"a pre-chat field is {', '.join(WidgetChannel.Ask.values)}, not {ask!r}"
+            )
+    return dict(prechat)
 
 
 def widget_for(widget_id: str) -> WidgetChannel | None:
@@ -114,6 +141,8 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
         if selectors.agents_online(channel=channel) and not (client and client.is_blacklisted)
         else "offline",
         "offline_form": widget.offline_form,
+        "waiting_text": widget.waiting_text or WAITING_TEXT,
+        "prechat": widget.prechat,
         "callback": {"enabled": not reason, "reason": reason},
         "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
         "rules": widget.rules if isinstance(widget.rules, dict) else {},
@@ -350,6 +379,18 @@ def _department(widget: WidgetChannel, department_id: Any) -> Department | None:
     return widget.departments.filter(pk=department_id).first()
 
 
+def _prechat_missing(widget: WidgetChannel, client: Client) -> str:
+    """The first field the pre-chat form requires that the visitor has not
+    given, when its next message would open a chat; else ""."""
+    known = {"name": client.name, "email": client.email, "phone": client.phone}
+    required = [f for f, ask in widget.prechat.items() if ask == WidgetChannel.Ask.REQUIRED]
+    missing = [field for field in required if not known[field].strip()]
+    if not missing:  # most channels: no question, no query
+        return ""
+    chat = current_chat(client)
+    return "" if chat is not None and chat.state != Chat.State.FINISHED else missing[0]
+
+
 @transaction.atomic
 def send_message(
     widget: WidgetChannel,
@@ -366,6 +407,9 @@ def send_message(
     if "\x00" in text:
         raise WidgetError("the message holds a NUL character")
     department = _department(widget, department_id)
+    missing = _prechat_missing(widget, client)
+    if missing:
+        raise WidgetError(f"give your {PRECHAT_FIELDS[missing]} before the first message")
     if isinstance(invitation, str) and invitation.strip():
         chats.update_client_contact(
             client=client, contact={"invite_text": invitation.strip()[:1000]}

@@ -70,7 +70,10 @@ CALLS = (
 STYLES = """\
 /* Left-aligned and narrow enough to leave the widget's corner free on a laptop. */
 body { font: 16px/1.5 system-ui, sans-serif; margin: 0; max-width: 52rem; padding: 1rem 2rem; }
-code { background: #f0f0f0; padding: 0 .2em; }
+/* The embed code is one long word: it breaks, or a phone's page would be wider than its screen. */
+code { background: #f0f0f0; padding: 0 .2em; overflow-wrap: anywhere; }
+#log li { overflow-wrap: anywhere; }
+@media (max-width: 480px) { body { padding: .5rem 1rem; } }
 .calls { display: flex; flex-wrap: wrap; gap: .4rem; }
 .calls button { font: 14px ui-monospace, monospace; padding: .3rem .5rem; }
 #log { font: 13px/1.4 ui-monospace, monospace; background: #fafafa; border: 1px solid #ddd;

@@ -136,6 +136,7 @@
     });
     on('chat.finished', function () {
       if (S.chat) S.chat.state = 'finished';
+      S.fresh = false;
       typing(false);
       render();
     });
@@ -175,6 +176,23 @@
     return el;
   }
   var host, root, ui = {};
+  // Icons are drawn, not emoji: a machine without an emoji font shows empty
+  // boxes for those (docs/widget.md). Outlines after Feather icons (MIT).
+  var ICONS = {
+    chat: 'M21 11.5a8.4 8.4 0 0 1-.9 3.8 8.5 8.5 0 0 1-7.6 4.7 8.4 8.4 0 0 1-3.8-.9L3 21l1.9-5.7a8.4 8.4 0 0 1-.9-3.8 8.5 8.5 0 0 1 4.7-7.6 8.4 8.4 0 0 1 3.8-.9h.5a8.5 8.5 0 0 1 8 8z',
+    up: 'M14 9V5a3 3 0 0 0-3-3l-4 9v11h11.3a2 2 0 0 0 2-1.7l1.4-9a2 2 0 0 0-2-2.3zM7 22H4a2 2 0 0 1-2-2v-7a2 2 0 0 1 2-2h3',
+    down: 'M10 15v4a3 3 0 0 0 3 3l4-9V2H5.7a2 2 0 0 0-2 1.7l-1.4 9a2 2 0 0 0 2 2.3zm7-13h2.7A2.3 2.3 0 0 1 22 4v7a2.3 2.3 0 0 1-2.3 2H17',
+    close: 'M18 6L6 18M6 6l12 12'
+  };
+  function icon(name) {
+    var NS = 'http://www.w3.org/2000/svg', svg = d.createElementNS(NS, 'svg'), path = d.createElementNS(NS, 'path');
+    svg.setAttribute('viewBox', '0 0 24 24');
+    svg.setAttribute('aria-hidden', 'true');
+    svg.setAttribute('class', 'icon');
+    path.setAttribute('d', ICONS[name]);
+    svg.appendChild(path);
+    return svg;
+  }
 
   function safeHtml(html) {
     // The service sends sanitized Markdown HTML; keep only a, strong, em and
@@ -213,6 +231,13 @@
     if (!mine && m.sender_name) kids.push(h('div', { class: 'who', text: m.sender_name + (m.author === 'bot' ? ' (bot)' : '') }));
     if (m.title && m.buttons && m.text) kids.push(h('div', { class: 'title', text: m.title }));
     kids.push(body);
+    var at = new Date(m.created || Date.now());
+    if (!isNaN(at)) {
+      // In the visitor's time zone; drawn by CSS (content: attr), so the message's
+      // text stays the message's for whoever reads it (svc_on* callbacks, copying).
+      kids.push(h('time', { class: 'at', datetime: at.toISOString(), title: at.toLocaleString(),
+        'data-time': at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) }));
+    }
     if (m.buttons && m.buttons.length) {
       kids.push(h('div', { class: 'choices' }, m.buttons.map(function (text) {
         return h('button', { type: 'button', class: 'choice', 'data-testid': 'svc-choice', text: text, onclick: function () { send(text); } });
@@ -276,6 +301,45 @@
     return f;
   }
 
+  // The contact form and the pre-chat form: the visitor's answers, as setContactInfo gives them.
+  function introduce(sent, fail, done) {
+    if (sent.email && !EMAIL.test(sent.email)) return fail(sent.email + ' is not a valid e-mail address');
+    if (sent.phone && !PHONE.test(sent.phone)) return fail('Enter a phone number: 7 to 15 digits');
+    call('contact', sent).then(function (j) {
+      S.contact = j.contact;
+      fire('onIntroduction', sent);
+      S.view = 'chat';
+      if (done) done();
+      render(!!done);
+    }, function (e) { fail(e.message); });
+  }
+  // The pre-chat form (docs/widget.md): what the channel asks before a chat's first message.
+  var PRECHAT = { name: ['Name', 'text', 'name'], email: ['E-mail', 'email', 'e-mail address'], phone: ['Phone', 'tel', 'phone number'] };
+  function prechatAsks() {
+    var ask = S.cfg.prechat || {};
+    return ['name', 'email', 'phone'].filter(function (k) { return ask[k] === 'optional' || ask[k] === 'required'; });
+  }
+  function prechatDue() {
+    var ask = S.cfg.prechat || {}, c = S.contact || {}, known = { name: c.client_name, email: c.email, phone: c.phone };
+    var asks = prechatAsks();
+    if (!asks.length || (S.chat && S.chat.state !== 'finished')) return false;
+    return !get(local, '_prechat') || asks.some(function (k) { return ask[k] === 'required' && !known[k]; });
+  }
+  function prechatForm() {
+    var ask = S.cfg.prechat, asks = prechatAsks();
+    return form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
+      return field(PRECHAT[k][0] + (ask[k] === 'required' ? '' : ' (optional)'), k, PRECHAT[k][1], ask[k] === 'required');
+    }), 'Start the chat', function (v, fail) {
+      var sent = {};
+      for (var i = 0; i < asks.length; i++) {
+        var k = asks[i];
+        if (ask[k] === 'required' && !v[k]) return fail('Give your ' + PRECHAT[k][2] + '.');
+        if (v[k]) sent[k] = v[k]; // an optional field left empty keeps what the page set
+      }
+      introduce(sent, fail, function () { put(local, '_prechat', '1'); ui.prechat = null; });
+    });
+  }
+
   function build() {
     host = h('div', { id: 'svc-widget', 'data-widget-id': WID });
     root = host.attachShadow({ mode: 'open' });
@@ -291,7 +355,7 @@
     ui.label = h('button', {
       type: 'button', class: 'label', 'data-testid': 'svc-label', 'aria-haspopup': 'dialog', 'aria-expanded': 'false',
       onclick: function () { api.open(); }
-    }, [h('span', { 'aria-hidden': 'true', class: 'icon', text: '\uD83D\uDCAC' }), h('span', { class: 'label-text', text: S.cfg.title }), ui.badge]);
+    }, [icon('chat'), h('span', { class: 'label-text', text: S.cfg.title }), ui.badge]);
     ui.title = h('h2', { class: 'title', id: 'svc-title', text: S.cfg.title });
     ui.who = h('div', { class: 'sub', 'data-testid': 'svc-who' });
     ui.list = h('div', { class: 'list', role: 'log', 'aria-live': 'polite', 'aria-label': 'Messages', 'data-testid': 'svc-messages', tabindex: '0' });
@@ -304,15 +368,24 @@
     });
     ui.department = h('select', { class: 'department', 'data-testid': 'svc-department', 'aria-label': 'Department', hidden: true,
       onchange: function () { S.department = +ui.department.value || null; } });
-    ui.rate = h('div', { class: 'rate', 'data-testid': 'svc-rate', hidden: true }, [
-      h('p', { text: 'The chat has ended. How was it?' }),
-      h('button', { type: 'button', 'data-rating': 'positive', text: '\uD83D\uDC4D Good', onclick: function () { rate('positive'); } }),
-      h('button', { type: 'button', 'data-rating': 'negative', text: '\uD83D\uDC4E Bad', onclick: function () { rate('negative'); } })
+    ui.rate = h('div', { 'data-testid': 'svc-rate', role: 'group', 'aria-label': 'Rate the chat' }, [
+      h('p', { text: 'How was it?' }),
+      h('button', { type: 'button', 'data-rating': 'positive', onclick: function () { rate('positive'); } }, [icon('up'), ' Good']),
+      h('button', { type: 'button', 'data-rating': 'negative', onclick: function () { rate('negative'); } }, [icon('down'), ' Bad'])
     ]);
-    ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.typing, ui.rate, h('div', { class: 'compose' }, [
+    // A finished chat: the message box gives way to its end (docs/widget.md, "The end of a chat").
+    ui.end = h('div', { class: 'end', 'data-testid': 'svc-end', hidden: true }, [
+      h('p', { class: 'ended', text: 'The chat has ended.' }), ui.rate,
+      h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-new-chat', text: 'Start a new chat', onclick: function () {
+        S.fresh = true;
+        render(true);
+      } })
+    ]);
+    ui.compose = h('div', { class: 'compose' }, [
       ui.department, ui.input,
       h('button', { type: 'button', class: 'send primary', 'data-testid': 'svc-send', text: 'Send', onclick: submit })
-    ])]);
+    ]);
+    ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.typing, ui.end, ui.compose]);
     ui.offline = form('svc-offline', 'Our agents are offline. Leave a message and we will answer.', [
       field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel'),
       field('Message', 'message', 'textarea', true)
@@ -335,24 +408,16 @@
     ui.contact = form('svc-contact', 'Tell us who you are.', [
       field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel')
     ], 'Save', function (v, fail) {
-      if (v.email && !EMAIL.test(v.email)) return fail(v.email + ' is not a valid e-mail address');
-      if (v.phone && !PHONE.test(v.phone)) return fail('Enter a phone number: 7 to 15 digits');
-      var sent = { name: v.name, email: v.email, phone: v.phone };
-      call('contact', sent).then(function (j) {
-        S.contact = j.contact;
-        fire('onIntroduction', sent);
-        S.view = 'chat';
-        render();
-      }, function (e) { fail(e.message); });
+      introduce({ name: v.name, email: v.email, phone: v.phone }, fail);
     });
     ui.views = h('div', { class: 'views' });
     ui.window = h('div', { class: 'window', role: 'dialog', 'aria-labelledby': 'svc-title', 'data-testid': 'svc-window', hidden: true,
       onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); api.close(); } } }, [
       h('div', { class: 'head' }, [
         h('div', {}, [ui.title, ui.who]),
-        h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: 'Introduce yourself',
+        ui.introduce = h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: 'Introduce yourself',
           onclick: function () { S.view = S.view === 'contact' ? 'chat' : 'contact'; render(true); } }),
-        h('button', { type: 'button', class: 'close', 'data-testid': 'svc-close', 'aria-label': 'Close chat', text: '\u00D7', onclick: function () { api.close(); } })
+        h('button', { type: 'button', class: 'close', 'data-testid': 'svc-close', 'aria-label': 'Close chat', onclick: function () { api.close(); } }, [icon('close')])
       ]),
       ui.views
     ]);
@@ -361,6 +426,7 @@
     root.appendChild(ui.window);
     paint();
     (d.body || d.documentElement).appendChild(host);
+    fit();
   }
 
   function paint() {
@@ -372,16 +438,27 @@
   function render(focus) {
     if (!ui.window) return;
     var chat = S.chat, open = chat && chat.state !== 'finished';
-    var offline = chatMode() === 'offline' && !open && !S.messages.length;
+    var ended = chat && chat.state === 'finished' && !S.fresh;
+    var offline = chatMode() === 'offline' && !open && (!S.messages.length || S.fresh);
     var view = S.view;
     if (view === 'chat' && offline) view = S.cfg.offline_form ? 'offline' : 'closed';
-    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact }[view];
+    else if (view === 'chat' && !ended && prechatDue()) {
+      view = 'prechat';
+      ui.prechat = ui.prechat || prechatForm(); // made when due: the channel's settings as they are now
+    }
+    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat }[view];
+    // The offline and pre-chat forms ask for the name themselves.
+    ui.introduce.hidden = view === 'offline' || view === 'prechat';
     if (ui.views.firstChild !== el) {
       while (ui.views.firstChild) ui.views.removeChild(ui.views.firstChild);
       ui.views.appendChild(el);
     }
-    ui.rate.hidden = !(chat && chat.state === 'finished' && !chat.rating);
-    ui.who.textContent = chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
+    var endShown = !ui.end.hidden;
+    ui.end.hidden = !ended;
+    ui.compose.hidden = !!ended;
+    ui.rate.hidden = !(ended && !chat.rating);
+    ui.who.textContent = ended ? 'The chat has ended' : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
+    if (ended && !endShown) scroll(); // the end takes room from the list: its last message stays in sight
     var deps = S.cfg.departments || [];
     ui.department.hidden = !(deps.length && !open);
     if (!ui.department.options.length && deps.length) {
@@ -408,8 +485,14 @@
     if (first && S.invitation) body.invitation = S.invitation;
     S.typingSent = 0;
     return call('message', body).then(function (j) {
-      add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '' }, false);
+      add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '', created: j.created }, false);
+      // A chat that waits for an agent says so (a bot's chat has the bot's answer).
+      if (first && j.state === 'queued' && S.cfg.waiting_text) {
+        note(S.cfg.waiting_text);
+        ui.list.lastChild.setAttribute('data-testid', 'svc-waiting');
+      }
       if (first) {
+        S.fresh = false;
         // The stream may have told of this chat already (a bot's answer, a Reply).
         if (!S.chat || S.chat.id !== j.chat_id) S.chat = { id: j.chat_id, state: j.state || 'queued', rating: '', agent_name: '' };
         S.invitation = '';
@@ -513,6 +596,23 @@
     d.documentElement.style.overflow = lockedOverflow;
     lockedOverflow = null;
   }
+  // On a phone the launcher and the full-screen window sit on what the visitor
+  // sees (the visual viewport), not on the layout viewport: a page wider than
+  // the screen makes the latter larger than the screen, and the on-screen
+  // keyboard makes the former smaller (docs/widget.md, "On a phone").
+  var fitting = 0;
+  function fit() {
+    var v = w.visualViewport;
+    fitting = 0;
+    if (!host) return;
+    if (!v || !phone()) { host.classList.remove('fit'); return; }
+    var scale = v.scale || 1, vars = {
+      x: v.offsetLeft + 'px', y: v.offsetTop + 'px', w: v.width * scale + 'px', h: v.height * scale + 'px', z: String(1 / scale)
+    };
+    for (var k in vars) host.style.setProperty('--svc-v' + k, vars[k]);
+    host.classList.add('fit');
+  }
+  function refit() { if (!fitting) fitting = (w.requestAnimationFrame || setTimeout)(fit); }
   function size() {
     var el = S.open ? ui.window : ui.label;
     var r = el && el.getBoundingClientRect();
@@ -537,7 +637,9 @@
     ui.label.hidden = true;
     ui.label.setAttribute('aria-expanded', 'true');
     lockScroll();
+    fit();
     render(!quiet); // an invitation nobody asked for takes no focus from the page
+    if (!was) scroll(); // a closed window's list had no height to scroll in
     if (!was) fire('onOpen');
     fire('onChangeState', view === 'call' ? 'call' : 'chat');
     size();
@@ -576,6 +678,7 @@
       ui.label.hidden = false;
       ui.label.setAttribute('aria-expanded', 'false');
       unlockScroll();
+      fit();
       if (root && root.activeElement) ui.label.focus(); // only when the visitor was in it
       fire('onClose');
       fire('onChangeState', 'label');
@@ -631,6 +734,7 @@
       if (!S.ready) return later('showProactiveInvitation', arguments);
       if (typeof text !== 'string' || !text.trim()) return fail('Give the invitation text.');
       S.invitation = text.trim();
+      S.fresh = true; // it invites a new chat, under an ended one
       if (departmentId) S.department = +departmentId || null;
       note(S.invitation);
       ui.list.lastChild.className = 'msg agent invitation';
@@ -696,6 +800,7 @@
     },
     clearHistory: function () {
       put(local, '_token', null);
+      put(local, '_prechat', null);
       S.epoch++;
       if (S.stream) S.stream.close();
       S.stream = null; S.token = null; S.chat = null; S.messages = []; S.seen = {}; S.unread = 0;
@@ -726,7 +831,11 @@
   S.replaying = false;
   w.svc_init = api.init;
   w.svc_destroy = api.destroy;
-  w.addEventListener('resize', function () { if (S.ready && S.open) size(); });
+  w.addEventListener('resize', function () { refit(); if (S.ready && S.open) size(); });
+  if (w.visualViewport) {
+    w.visualViewport.addEventListener('resize', refit);
+    w.visualViewport.addEventListener('scroll', refit);
+  }
 
   var CSS = [
     ':host{all:initial;position:fixed;z-index:2147483000;right:20px;bottom:20px;font:15px/1.4 system-ui,-apple-system,\'Segoe UI\',Roboto,sans-serif;color:#1b1f24}',
@@ -736,19 +845,22 @@
     ':focus-visible{outline:3px solid #bf8700;outline-offset:2px}',
     '.label{display:flex;align-items:center;gap:8px;border:0;border-radius:24px;padding:12px 18px;background:var(--svc-color);color:var(--svc-text);box-shadow:0 4px 14px rgba(0,0,0,.25);font-weight:600}',
     '.badge{background:#d1242f;color:#fff;border-radius:10px;min-width:20px;padding:0 6px;font-size:12px;line-height:20px;text-align:center}',
-    '.window{display:flex;flex-direction:column;width:370px;height:min(560px,calc(100vh - 40px));background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.3);overflow:hidden}',
+    '.window{display:flex;flex-direction:column;width:370px;height:min(560px,calc(100vh - 40px));height:min(560px,calc(100dvh - 40px));background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.3);overflow:hidden}',
     '.head{display:flex;align-items:center;gap:8px;padding:12px 14px;background:var(--svc-color);color:var(--svc-text)}',
     '.head>div{flex:1;min-width:0}',
     '.title{margin:0;font-size:16px}',
     '.sub{font-size:13px}',
     '.head button{background:transparent;border:0;color:inherit}',
-    '.close{font-size:26px;line-height:1;padding:0 6px}',
+    '.close{display:flex;padding:4px}',
     '.link{text-decoration:underline;font-size:13px}',
     '.views,.view{flex:1;display:flex;flex-direction:column;min-height:0}',
     '.list{flex:1;overflow-y:auto;padding:12px;display:flex;flex-direction:column;gap:8px;background:#f6f8fa}',
     '.msg{max-width:85%;padding:8px 12px;border-radius:12px;background:#fff;border:1px solid #d0d7de;overflow-wrap:anywhere;white-space:pre-wrap}',
     '.msg.client{align-self:flex-end;background:var(--svc-color);color:var(--svc-text);border-color:transparent}',
     '.msg.agent,.msg.bot{align-self:flex-start}',
+    '.at{display:block;margin-top:2px;font-size:11px;text-align:right;color:#57606a}',
+    '.at::after{content:attr(data-time)}',
+    '.msg.client .at{color:inherit}',
     '.who{font-size:12px;font-weight:600;color:#57606a;margin-bottom:2px}',
     '.msg a{color:#0a58ca}',
     '.msg.client a{color:inherit}',
@@ -767,10 +879,17 @@
     '.status{min-height:1em;margin:4px 0}',
     '.error{color:#b3261e}',
     '.done{padding:14px}',
-    '.rate{padding:10px;text-align:center;border-top:1px solid #d0d7de}',
-    '.rate p{margin:0 0 6px}',
-    '.rate button{margin:0 4px;padding:6px 12px;border:1px solid #6e7781;border-radius:8px;background:#fff;color:#1b1f24}',
-    '@media (max-width:480px),(max-device-width:480px){:host{right:12px;bottom:12px}.window{position:fixed;inset:0;width:100vw;height:100%;border-radius:0}}'
+    '.icon{width:20px;height:20px;flex:none;fill:none;stroke:currentColor;stroke-width:2;stroke-linecap:round;stroke-linejoin:round;vertical-align:middle}',
+    '.close .icon{width:24px;height:24px}',
+    '.end{padding:10px;text-align:center;border-top:1px solid #d0d7de}',
+    '.end p{margin:0 0 6px}',
+    '.ended{font-weight:600}',
+    '.end [data-rating]{display:inline-flex;align-items:center;gap:6px;margin:0 4px 8px;padding:6px 12px;border:1px solid #6e7781;border-radius:8px;background:#fff;color:#1b1f24}',
+    '@media (max-width:480px),(max-device-width:480px){:host{right:12px;bottom:12px}.window{position:fixed;inset:0;width:100vw;height:100%;height:100dvh;border-radius:0}}',
+    // The visual viewport's box (fit()), drawn at the screen's own scale; only the widget takes touches.
+    ':host(.fit){left:var(--svc-vx);top:var(--svc-vy);right:auto;bottom:auto;width:var(--svc-vw);height:var(--svc-vh);transform:scale(var(--svc-vz));transform-origin:0 0;pointer-events:none}',
+    ':host(.fit) .label{position:absolute;right:12px;bottom:12px;pointer-events:auto}',
+    ':host(.fit) .window{position:absolute;width:100%;height:100%;pointer-events:auto}'
   ].join('');
   if (d.readyState === 'loading') d.addEventListener('DOMContentLoaded', boot); else boot();
 })();

@@ -57,6 +57,9 @@ def test_the_command_prints_one_json_line_and_makes_the_channel(alice: Agent) ->
         "--agent=bob@example.com",
         "--callback",
         "--title=Questions? Ask us",
+        "--waiting-text= Someone will be with you in a minute. ",
+        "--prechat=name=required",
+        "--prechat=phone=optional",
     )
 
     channel = Channel.objects.get()
@@ -71,6 +74,8 @@ def test_the_command_prints_one_json_line_and_makes_the_channel(alice: Agent) ->
     assert channel.name == "Shop website" and channel.kind == Channel.Kind.WIDGET
     assert set(channel.agents.all()) == {alice, bob}
     assert channel.widget.title == "Questions? Ask us"
+    assert channel.widget.waiting_text == "Someone will be with you in a minute."
+    assert channel.widget.prechat == {"name": "required", "phone": "optional"}
     assert CallbackSettings.objects.get(channel=channel).enabled
 
 
@@ -96,6 +101,18 @@ def test_without_options_the_widget_takes_no_callbacks_and_has_the_default_title
         (["--name=  "], "a widget channel needs a name of 1 to 200 characters"),
         (["--name=" + "x" * 201], "a widget channel needs a name of 1 to 200 characters"),
         (["--name=Shop", "--title=" + "t" * 101], "the title is at most 100 characters"),
+        (
+            ["--name=Shop", "--waiting-text=" + "w" * 301],
+            "the waiting text holds at most 300 characters",
+        ),
+        (
+            ["--name=Shop", "--prechat=address=required"],
+            "the pre-chat form asks for name, email, phone, not 'address'",
+        ),
+        (
+            ["--name=Shop", "--prechat=email=yes"],
+            "a pre-chat field is off, optional, required, not 'yes'",
+        ),
     ],
 )
 def test_the_command_refuses_bad_input_and_makes_nothing(
@@ -125,6 +142,10 @@ def form(**overrides: Any) -> dict[str, Any]:
         "color2": "#ffffff",
         "departments": [],
         "offline_form": "on",
+        "waiting_text": "",
+        "prechat_name": "off",
+        "prechat_email": "off",
+        "prechat_phone": "off",
         "rules": '{"invitations": []}',
         **overrides,
     }

@@ -187,6 +187,8 @@ def test_a_page_load_gets_the_widgets_config(widget: WidgetChannel, billing: Dep
             "color2": "#ffffff",
             "mode": "online",
             "offline_form": True,
+            "waiting_text": "An agent will answer shortly.",
+            "prechat": {},
             "callback": {"enabled": False, "reason": "Callback disabled"},
             "departments": [{"id": billing.pk, "name": "Billing"}],
             "rules": {"invitations": []},
@@ -235,6 +237,10 @@ def test_the_config_tells_the_callback_state_and_the_widgets_settings(
         False,
     )
     assert config["rules"] == {"invitations": [{"d": 5}]}
+
+    # After the first message: the channel's own words, else the default.
+    WidgetChannel.objects.filter(pk=callback_widget.pk).update(waiting_text="Back in 5 min.")
+    assert page.ok("session")["config"]["waiting_text"] == "Back in 5 min."
 
     WidgetChannel.objects.filter(pk=callback_widget.pk).update(rules=["not", "an", "object"])
     assert page.ok("session")["config"]["rules"] == {}
@@ -317,6 +323,31 @@ def test_a_finished_chat_is_still_the_visitors_chat_with_its_rating(
     assert [m["text"] for m in visitor["messages"]] == ["Me again"]
 
 
+# --- the pre-chat form --------------------------------------------------------------
+
+
+def test_a_required_pre_chat_answer_is_asked_by_the_service_too(
+    widget: WidgetChannel, vera: Visitor
+) -> None:
+    """A visitor that skips the widget's form (a script of its own) is refused
+    its first message until it has given what the channel requires."""
+    WidgetChannel.objects.filter(pk=widget.pk).update(
+        prechat_phone=WidgetChannel.Ask.REQUIRED, prechat_name=WidgetChannel.Ask.OPTIONAL
+    )
+    assert vera.ok("session")["config"]["prechat"] == {"name": "optional", "phone": "required"}
+
+    message = vera.refused("message", text="Hi")
+    assert message == "give your phone number before the first message"
+    assert not Chat.objects.exists() and visitor_count() == 0
+
+    vera.ok("contact", phone="+1 212 555 0100")
+    vera.ok("message", text="Hi")
+    chat = Chat.objects.get()
+    assert chat.client.phone == "+12125550100"
+    # Asked before a chat, not inside one: the open chat takes more messages.
+    vera.ok("message", text="Still there?")
+
+
 # --- visitors, made on first need -------------------------------------------
 
 
@@ -329,11 +360,13 @@ def test_the_first_message_makes_the_visitor_and_returns_its_token(
     assert isinstance(token, str) and len(token) >= 32
     client = client_for_visitor_token(token)
     assert client is not None and client.channel_id == widget.channel_id
+    sent = Message.objects.get(chat__client=client)
     assert data == {
         "result": "ok",
-        "message_id": Message.objects.get(chat__client=client).pk,
+        "message_id": sent.pk,
         "chat_id": Chat.objects.get(client=client).pk,
         "state": "queued",
+        "created": sent.created.isoformat(),  # the time the widget shows on it
         "token": token,
         # Its stream replays from here: every event of the new visitor is later.
         "last_event_id": data["last_event_id"],

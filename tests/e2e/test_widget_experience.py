@@ -336,6 +336,7 @@ def test_a_bot_answers_in_markdown_and_with_buttons(
     # The next chat opens with the bot again; markup in its Markdown stays text.
     services.finish_chat(chat=chat, agent=alice)
     expect(page.get_by_test_id("svc-rate")).to_be_visible(timeout=LIVE)
+    page.get_by_test_id("svc-new-chat").click()
     say(page, "One more question")
     chat = Chat.objects.get(channel=widget.channel, state=Chat.State.BOT)
     attack = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'

@@ -227,3 +227,30 @@ def test_every_button_and_callback_works_with_the_real_widget_under_the_csp(
             assert page.evaluate("window.violations") == [] and errors == []
     finally:
         context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_page_fits_the_screen_and_the_launcher_is_in_sight(
+    chromium: Any, device: dict[str, Any], web_process: Any
+) -> None:
+    widget = widgets.create_widget_channel(name="Shop")
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(**device)
+    try:
+        with example_site(web_process.url, widget.widget_id) as site:
+            page = context.new_page()
+            page.goto(f"{site}/")
+            label = page.get_by_test_id("svc-label")
+            expect(label).to_be_visible(timeout=15000)
+            # Nothing wider than the screen: no sideways scrolling on a phone.
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+            sight = label.evaluate(
+                "(el) => { const r = el.getBoundingClientRect(), v = visualViewport;"
+                " return r.left >= v.offsetLeft && r.top >= v.offsetTop"
+                " && r.right <= v.offsetLeft + v.width && r.bottom <= v.offsetTop + v.height; }"
+            )
+            assert sight
+    finally:
+        context.close()

@@ -24,6 +24,18 @@ class Command(BaseCommand):
             help="take callback requests (every day, all day; the admin narrows the hours)",
         )
         parser.add_argument("--title", default="", help='the widget\'s header ("Chat with us")')
+        parser.add_argument(
+            "--waiting-text",
+            default="",
+            help='shown after the visitor\'s first message ("An agent will answer shortly.")',
+        )
+        parser.add_argument(
+            "--prechat",
+            action="append",
+            default=[],
+            metavar="FIELD=ASK",
+            help="ask before the first message: name, email or phone = optional or required",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         title_limit = WidgetChannel._meta.get_field("title").max_length or 0
@@ -35,6 +47,8 @@ class Command(BaseCommand):
                 agent_emails=options["agent"],
                 callback=options["callback"],
                 title=options["title"],
+                waiting_text=options["waiting_text"],
+                prechat=dict(item.partition("=")[::2] for item in options["prechat"]),
             )
         except WidgetError as error:
             raise CommandError(error.message) from error
