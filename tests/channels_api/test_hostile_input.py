@@ -59,7 +59,7 @@ def test_deep_nesting_and_nan_are_400(integrator: Integrator, body: bytes) -> No
 
 @pytest.mark.parametrize("field", ["file_size", "duration", "width", "height"])
 def test_numbers_beyond_2_53_are_400(integrator: Integrator, field: str) -> None:
-    answer = integrator.post({"sender": {"id": 1}, "message": {**DOC, field: 10**400}})
+    answer = integrator.post({"sender": {"id": 1}, "message": {**DOC, field: 2**60}})
     assert answer.status_code == 400 and field in answer.json()["error"]["message"]
 
 
