@@ -19,7 +19,7 @@ from django.test import Client as Browser
 from django.utils import timezone
 
 from agents import live, services
-from agents.models import Agent, Chat, LiveEvent
+from agents.models import Agent, ApiToken, Chat, LiveEvent
 from agents.tokens import issue_token, issue_visitor_token, revoke_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
@@ -367,6 +367,14 @@ def chat_api(alice: Agent) -> ChatApiChannel:
     return channel
 
 
+def delete_in_the_admin(agent: Agent) -> None:
+    admin = Browser()
+    admin.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    token = ApiToken.objects.get(agent=agent)
+    answer = admin.post(f"/admin/agents/apitoken/{token.pk}/delete/", {"post": "yes"})
+    assert answer.status_code == 302
+
+
 def deactivate(agent: Agent) -> None:
     agent.is_active = False
     agent.save()  # as the admin's form does
@@ -376,6 +384,7 @@ def deactivate(agent: Agent) -> None:
     "revoke",
     [
         pytest.param(lambda agent: revoke_token(agent=agent), id="token deleted"),
+        pytest.param(delete_in_the_admin, id="token deleted in the admin"),
         pytest.param(lambda agent: issue_token(agent=agent), id="token replaced"),
         pytest.param(deactivate, id="agent deactivated"),
     ],
