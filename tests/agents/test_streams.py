@@ -509,10 +509,12 @@ def open_when_free(url: str) -> Reader:
     return reader
 
 
-def assert_too_many(answer: requests.Response) -> None:
-    assert answer.status_code == 429
-    assert answer.json()["error"]["code"] == "too_many_requests"
-    assert int(answer.headers["Retry-After"]) > 0
+def assert_too_many(url: str) -> None:
+    """One more stream is refused (read as a stream: an admitted one never ends)."""
+    with requests.get(url, stream=True, timeout=5) as answer:
+        assert answer.status_code == 429
+        assert answer.json()["error"]["code"] == "too_many_requests"
+        assert int(answer.headers["Retry-After"]) > 0
 
 
 def visitor_url(web: WebServer) -> str:
@@ -527,14 +529,30 @@ def test_a_visitor_holds_at_most_three_streams_and_a_closed_one_frees_its_slot(
     streams = [try_stream(url) for _ in range(3)]
     try:
         assert [s.response.status_code for s in streams] == [200, 200, 200]
-        assert_too_many(requests.get(url, timeout=5))
+        assert_too_many(url)
 
         streams.pop().close()
         streams.append(open_when_free(url))
-        assert_too_many(requests.get(url, timeout=5))
+        assert_too_many(url)
     finally:
         for stream in streams:
             stream.close()
+
+
+def test_a_stream_open_longer_than_its_lease_keeps_its_slot() -> None:
+    """Leases of 3 s (LIVE_ACCESS_SECONDS 1), renewed while the streams live."""
+    server = WebServer(LIVE_ACCESS_SECONDS="1", LIVE_HEARTBEAT_SECONDS="1").start()
+    url = visitor_url(server)
+    streams = [try_stream(url) for _ in range(3)]
+    try:
+        assert [s.response.status_code for s in streams] == [200, 200, 200]
+        # Six heartbeats a second apart: twice the lease has passed.
+        wait_for(lambda: all(s.comments.count("heartbeat") >= 6 for s in streams), timeout=30)
+        assert_too_many(url)
+    finally:
+        for stream in streams:
+            stream.close()
+        server.stop()
 
 
 def test_an_address_holds_a_limited_number_of_streams_whatever_its_visitors() -> None:
@@ -544,7 +562,7 @@ def test_an_address_holds_a_limited_number_of_streams_whatever_its_visitors() ->
         for url in (visitor_url(server), visitor_url(server)):
             streams += [try_stream(url), try_stream(url)]
         assert [s.response.status_code for s in streams] == [200] * 4
-        assert_too_many(requests.get(visitor_url(server), timeout=5))
+        assert_too_many(visitor_url(server))
     finally:
         for stream in streams:
             stream.close()
@@ -564,7 +582,7 @@ def test_the_slots_of_a_process_that_died_free_themselves() -> None:
             stream.close()
 
         elsewhere = url.replace(dying.base_url, server.base_url)
-        assert_too_many(requests.get(elsewhere, timeout=5))
+        assert_too_many(elsewhere)
         open_when_free(elsewhere).close()
     finally:
         dying.stop()
