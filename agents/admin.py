@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents import mail, services
+from agents import mail, services, tokens
 from agents.models import (
     Agent,
     ApiToken,
@@ -260,8 +260,21 @@ class ChatAdmin(ReadOnlyMixin, admin.ModelAdmin[Chat]):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(ReadOnlyMixin, admin.ModelAdmin[ApiToken]):
+    """Tokens are made by their agents (the settings page); an admin may
+    revoke one (a lost laptop): the key and its open streams stop at once."""
+
     list_display = ["agent", "created"]
     fields = readonly_fields = ("agent", "created")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: ApiToken) -> None:
+        tokens.revoke_token(agent=obj.agent)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token in queryset.select_related("agent"):
+            tokens.revoke_token(agent=token.agent)
 
 
 @admin.register(Call)

@@ -20,12 +20,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
+from django.db.models import signals
 from django.utils import timezone
 
 from agents import events, markdown
 from agents.content import MEDIA_TYPES
-from agents.models import Agent, Call, Chat, LiveEvent, Message, OfflineMessage
+from agents.models import Agent, ApiToken, Call, Chat, LiveEvent, Message, OfflineMessage
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,22 @@ def record(
         payload = json.dumps(as_dict(row), default=str)
         transaction.on_commit(lambda: _redis_publish(payload))
     return row
+
+
+# An access change (docs/live.md, "Access"): no stream hears it; each hub ends
+# the streams it names, which reconnect and are authorised afresh.
+ACCESS = "access"
+NO_CHANNEL = 0  # channel ids start at 1: no agent's stream hears the row
+
+
+def access_changed(*, agent_id: int | None = None, client_id: int | None = None) -> None:
+    """Tell every web process that an agent's (or a visitor's) access changed
+    — a token deleted or replaced, the agent deactivated or its password
+    changed, a session signed out, the visitor blacklisted — so their open
+    streams end now rather than at the next periodic re-check. Written in
+    the caller's transaction like any event: a rolled-back change ends none."""
+    data = {"agent_id": agent_id, "client_id": client_id}
+    record(ACCESS, data, channel_id=NO_CHANNEL)
 
 
 def forget_old_events() -> int:
@@ -213,7 +231,40 @@ def on_offline_message(event: events.OfflineMessageReceived | events.OfflineMess
     record("offline_message", data, channel_id=offline.channel_id)
 
 
+def on_blacklisted(event: events.ClientBlacklisted) -> None:
+    access_changed(client_id=event.client_id)
+
+
+def on_token_changed(sender: type[ApiToken], instance: ApiToken, **kwargs: Any) -> None:
+    if not kwargs.get("created"):  # an agent's first token replaced none
+        access_changed(agent_id=instance.agent_id)
+
+
+def on_agent_saved(
+    sender: type[Agent], instance: Agent, update_fields: frozenset[str] | None = None, **kwargs: Any
+) -> None:
+    # The admin's form saves every field; a save of other fields (the sign-in's
+    # last_login) changes no access. A password change ends the page sessions.
+    if kwargs.get("created"):
+        return
+    if update_fields is None or {"is_active", "password"} & update_fields:
+        access_changed(agent_id=instance.pk)
+
+
+def on_signed_out(sender: Any, user: Any, **kwargs: Any) -> None:
+    if isinstance(user, Agent):
+        access_changed(agent_id=user.pk)
+
+
 def connect() -> None:
+    # Changes of access, wherever they are made (a service, the admin, a
+    # cascade): Django's signals, so none is missed; an update() that sends
+    # none is caught by the periodic re-check (LIVE_ACCESS_SECONDS).
+    signals.post_save.connect(on_token_changed, sender=ApiToken)
+    signals.post_delete.connect(on_token_changed, sender=ApiToken)
+    signals.post_save.connect(on_agent_saved, sender=Agent)
+    user_logged_out.connect(on_signed_out)
+    events.subscribe(events.ClientBlacklisted, on_blacklisted)
     events.subscribe(events.MessagePosted, on_message_posted)
     for kind in (
         events.ChatOpened,

@@ -523,6 +523,23 @@ class OfflineMessage(models.Model):
         return f"offline message {self.pk} from {self.name or self.email or self.phone}"
 
 
+class StreamLease(models.Model):
+    """A slot an open live stream holds under a limit (``agents.leases``),
+    kept in the database when there is no Redis. It counts until ``expires``;
+    its stream renews it while open, so a process that died leaves slots
+    that free themselves."""
+
+    key = models.CharField(max_length=200)
+    holder = models.CharField(max_length=32, db_index=True)
+    expires = models.FloatField(db_index=True, help_text="Unix time, seconds.")
+
+    class Meta:
+        indexes = [models.Index(fields=["key", "expires"], name="streamlease_key_expires_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.key} held by {self.holder}"
+
+
 class LiveEvent(models.Model):
     """One change a live stream tells (docs/live.md): kept for replay after a
     reconnect (``Last-Event-ID``), and read by each web process in the

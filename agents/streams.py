@@ -7,7 +7,9 @@ event once per process — from Redis pub/sub when ``REDIS_URL`` is set, else
 by reading the ``LiveEvent`` table twice a second (one query per process, not
 per stream) — and hands each to the streams entitled to it. A reconnecting
 stream sends ``Last-Event-ID`` and is first given what it missed, from the
-table.
+table. A stream lives as long as its credential: the hub ends it on an
+access change and re-reads every credential every ``LIVE_ACCESS_SECONDS``;
+a visitor's stream holds expiring slots under the limits of open streams.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
+from importlib import import_module
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -31,11 +36,13 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from agents import leases, live
 from agents.api.parsers import id_from
 from agents.live import as_dict, channel_name
-from agents.models import Agent, Channel, LiveEvent
+from agents.models import Agent, ApiToken, Channel, Client, LiveEvent
 from agents.tokens import agent_for_key, client_for_visitor_token
 from config.api_errors import error_response, method_not_allowed
+from config.signin import sender
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +80,23 @@ class Listener:
     channel_ids: frozenset[int] = frozenset()
     agent_id: int | None = None  # an agent's stream follows the agent's channels
     client_id: int | None = None
+    # The credential it was opened with, checked again while it is open
+    # (docs/live.md, "Access"): one of these is set.
+    token_hash: str = ""  # the agent API's token
+    session_key: str = ""  # the agent page's session
+    visitor_hash: str = ""  # the visitor's token
+    # The slots it holds under the limits of open streams (agents.leases).
+    holder: str = ""
+    lease_keys: tuple[str, ...] = ()
     queue: asyncio.Queue[dict[str, Any] | None] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
     )
+
+    def named_by(self, change: dict[str, Any]) -> bool:
+        """Whether an access change (``live.access_changed``) is about this stream."""
+        if self.client_id is not None:
+            return change.get("client_id") == self.client_id
+        return change.get("agent_id") == self.agent_id
 
     def wants(self, event: dict[str, Any]) -> bool:
         if self.client_id is not None:
@@ -99,6 +120,7 @@ class Hub:
         self.last_id = 0
         self.started = timezone.now()
         self.recent: OrderedDict[int, None] = OrderedDict()
+        self.releasing: set[asyncio.Task[None]] = set()
 
     def add(self, listener: Listener) -> None:
         loop = asyncio.get_running_loop()
@@ -110,6 +132,18 @@ class Hub:
 
     def remove(self, listener: Listener) -> None:
         self.listeners.discard(listener)
+
+    def give_back(self, listener: Listener) -> None:
+        """Free the stream's slots: in a task of its own, as the stream may
+        be ending in a cancelled one (its client went away)."""
+        if not listener.holder:
+            return
+        holder, keys = listener.holder, listener.lease_keys
+        task = asyncio.get_running_loop().create_task(
+            in_thread(lambda: leases.release(holder=holder, keys=keys))
+        )
+        self.releasing.add(task)
+        task.add_done_callback(self.releasing.discard)
 
     async def refresh_channels(self) -> None:
         """Follow changes of who is assigned to which channel (one query for
@@ -125,6 +159,15 @@ class Hub:
             if listener.agent_id in channels:
                 listener.channel_ids = frozenset(channels[listener.agent_id])
 
+    def close(self, listener: Listener) -> None:
+        """End a stream: it hears nothing more, and its browser reconnects
+        (authorised afresh, replayed from its Last-Event-ID)."""
+        self.remove(listener)
+        with contextlib.suppress(asyncio.QueueEmpty, asyncio.QueueFull):
+            if listener.queue.full():
+                listener.queue.get_nowait()
+            listener.queue.put_nowait(None)
+
     def dispatch(self, event: dict[str, Any]) -> None:
         if event["id"] in self.recent:
             return
@@ -132,15 +175,41 @@ class Hub:
         if len(self.recent) > RECENT:
             self.recent.popitem(last=False)
         self.last_id = max(self.last_id, event["id"])
+        if event["kind"] == live.ACCESS:
+            # In order with the events: what follows the change reaches none
+            # of the streams it names, even before their credential is read.
+            for listener in list(self.listeners):
+                if listener.named_by(event["data"]):
+                    self.close(listener)
+            return
         for listener in list(self.listeners):
             if listener.wants(event):
                 try:
                     listener.queue.put_nowait(event)
                 except asyncio.QueueFull:  # far behind: end it; it reconnects and replays
-                    self.remove(listener)
-                    with contextlib.suppress(asyncio.QueueFull):
-                        listener.queue.get_nowait()
-                        listener.queue.put_nowait(None)
+                    self.close(listener)
+
+    async def recheck_access(self) -> None:
+        """End the streams whose credential no longer holds (one batch of
+        small queries for every stream of this process): what no access
+        event told, such as a session that expired or a row changed by an
+        ``update()``. The streams' slots are renewed on the way."""
+        listeners = list(self.listeners)
+        if not listeners:
+            return
+        held = [(key, each.holder) for each in listeners for key in each.lease_keys]
+
+        def check() -> list[Listener]:
+            leases.renew(held=held, seconds=lease_seconds())
+            return lapsed(listeners)
+
+        try:
+            gone = await in_thread(check)
+        except Exception:  # the next round tries again; an access event still acts at once
+            logger.warning("live.access_check_failed", exc_info=True)
+            return
+        for listener in gone:
+            self.close(listener)
 
     async def run(self) -> None:
         """Hear events while there are streams; ends with the last one."""
@@ -149,8 +218,12 @@ class Hub:
             # before comes from its Last-Event-ID): nothing older is handed on.
             self.started = timezone.now()
             self.last_id = await in_thread(newest_event_id)
-            members = asyncio.get_running_loop().create_task(
+            loop = asyncio.get_running_loop()
+            members = loop.create_task(
                 self._every_while(settings.LIVE_MEMBERSHIP_SECONDS, self.refresh_channels)
+            )
+            access = loop.create_task(
+                self._every_while(settings.LIVE_ACCESS_SECONDS, self.recheck_access)
             )
             try:
                 while self.listeners:
@@ -164,6 +237,7 @@ class Hub:
                         await asyncio.sleep(1)
             finally:
                 members.cancel()
+                access.cancel()
         finally:
             # No await between the last look at the listeners and this: a
             # stream added meanwhile starts a new task.
@@ -217,6 +291,52 @@ def channel_pairs(agent_ids: set[int]) -> Any:
     """(agent id, channel id) for each channel the agents are assigned to."""
     assignments = Channel.agents.through.objects.filter(agent_id__in=agent_ids)
     return assignments.values_list("agent_id", "channel_id")
+
+
+def lease_seconds() -> float:
+    """How long a stream's slot counts without a renewal: three access
+    checks, so one slow check does not free a slot still in use."""
+    return 3 * settings.LIVE_ACCESS_SECONDS
+
+
+def lapsed(listeners: list[Listener]) -> list[Listener]:
+    """The streams whose credential no longer holds: the API token deleted or
+    replaced, the agent deactivated, the page's session signed out or its
+    agent's password changed, the visitor blacklisted or its token replaced.
+    A visitor's stream holds while its client row has that token and is not
+    blacklisted, so an erasure that deletes the row or its token ends it too."""
+    hashes = {listener.token_hash for listener in listeners if listener.token_hash}
+    tokens = set(
+        ApiToken.objects.filter(key_hash__in=hashes, agent__is_active=True).values_list(
+            "agent_id", "key_hash"
+        )
+    )
+    clients = {listener.client_id for listener in listeners if listener.client_id is not None}
+    visitors = set(
+        Client.objects.filter(pk__in=clients, blacklisted_at__isnull=True).values_list(
+            "pk", "visitor_key_hash"
+        )
+    )
+    keys = {listener.session_key for listener in listeners if listener.session_key}
+    sessions = {key: signed_in_agent_id(key) for key in keys}  # one per session, not per tab
+
+    def holds(listener: Listener) -> bool:
+        if listener.token_hash:
+            return (listener.agent_id, listener.token_hash) in tokens
+        if listener.session_key:
+            return sessions[listener.session_key] == listener.agent_id
+        return (listener.client_id, listener.visitor_hash) in visitors
+
+    return [listener for listener in listeners if not holds(listener)]
+
+
+def signed_in_agent_id(session_key: str) -> int | None:
+    """The active agent a session is signed in as — Django's own check, the
+    session's password hash included — or ``None``."""
+    request = HttpRequest()
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user = auth.get_user(request)
+    return user.pk if isinstance(user, Agent) and user.is_active else None
 
 
 def newest_event_id() -> int:
@@ -279,6 +399,7 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
             yield sse(next_event)
     finally:
         hub.remove(listener)
+        hub.give_back(listener)
 
 
 def last_event_id(request: HttpRequest) -> int:
@@ -295,9 +416,11 @@ def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpRe
     return response
 
 
-async def agent_listener(agent: Agent) -> Listener:
+async def agent_listener(agent: Agent, *, token_hash: str = "", session_key: str = "") -> Listener:
     ids = await in_thread(lambda: frozenset(agent.channels.values_list("id", flat=True)))
-    return Listener(channel_ids=ids, agent_id=agent.pk)
+    return Listener(
+        channel_ids=ids, agent_id=agent.pk, token_hash=token_hash, session_key=session_key
+    )
 
 
 @csrf_exempt  # GET only: any other method is answered 405, never acted on
@@ -308,7 +431,8 @@ async def agent_stream(request: HttpRequest) -> HttpResponse | StreamingHttpResp
     user = await in_thread(lambda: auth.get_user(request))
     if not isinstance(user, Agent) or not user.is_active:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
-    return stream_response(await agent_listener(user), request)
+    session_key = request.session.session_key or ""
+    return stream_response(await agent_listener(user, session_key=session_key), request)
 
 
 @csrf_exempt  # token auth, no cookie; GET only
@@ -323,7 +447,8 @@ async def agent_api_stream(request: HttpRequest) -> HttpResponse | StreamingHttp
     agent = await in_thread(lambda: agent_for_key(key.strip()))
     if agent is None:
         return error_response(401, "token is not valid")
-    return stream_response(await agent_listener(agent), request)
+    token_hash = ApiToken.hash_key(key.strip())
+    return stream_response(await agent_listener(agent, token_hash=token_hash), request)
 
 
 @csrf_exempt  # the token in the path is the credential; GET only
@@ -336,6 +461,37 @@ async def visitor_stream(request: HttpRequest, token: str) -> HttpResponse | Str
     client = await in_thread(lambda: client_for_visitor_token(token))
     if client is None:
         return error_response(404, "no visitor with this token")
-    response = stream_response(Listener(client_id=client.pk), request)
+    limits = visitor_limits(client, request)
+    response: HttpResponse | StreamingHttpResponse
+    if client.blacklisted_at is not None:
+        response = error_response(403, "this visitor may not hold a stream")
+    elif (holder := await take_slots(limits)) is None:
+        response = error_response(429, "too many open streams for this visitor or address")
+        response["Retry-After"] = str(math.ceil(lease_seconds()))
+    else:
+        listener = Listener(
+            client_id=client.pk,
+            visitor_hash=client.visitor_key_hash or "",
+            holder=holder,
+            lease_keys=tuple(limits),
+        )
+        response = stream_response(listener, request)
     response["Access-Control-Allow-Origin"] = "*"  # the widget runs on the site's origin
     return response
+
+
+def visitor_limits(client: Client, request: HttpRequest) -> dict[str, int]:
+    """The limits a visitor's stream counts under: its token, and its
+    address (an IPv6 /64), whatever visitor it claims to be."""
+    return {
+        f"stream-visitor:{client.pk}": settings.LIVE_STREAMS_PER_VISITOR,
+        f"stream-address:{sender(request)}": settings.LIVE_STREAMS_PER_ADDRESS,
+    }
+
+
+async def take_slots(limits: dict[str, int]) -> str | None:
+    """A holder of one slot under each limit, or ``None`` when one is full."""
+    holder = uuid.uuid4().hex
+    seconds = lease_seconds()
+    taken = await in_thread(lambda: leases.acquire(holder=holder, limits=limits, seconds=seconds))
+    return holder if taken else None

@@ -19,6 +19,12 @@ def issue_token(*, agent: Agent) -> str:
     return key
 
 
+@transaction.atomic
+def revoke_token(*, agent: Agent) -> None:
+    """The agent's key stops working, its open streams included (docs/live.md)."""
+    ApiToken.objects.filter(agent=agent).delete()
+
+
 def agent_for_key(key: str) -> Agent | None:
     token = ApiToken.objects.select_related("agent").filter(key_hash=ApiToken.hash_key(key)).first()
     if token is None or not token.agent.is_active:

@@ -330,7 +330,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as var:
-        env = {**os.environ, "VAR_DIR": var, "DEBUG": "true", "CHAT_API_RATE_LIMIT_PER_SECOND": "0"}
+        env = {
+            **os.environ, "VAR_DIR": var, "DEBUG": "true", "CHAT_API_RATE_LIMIT_PER_SECOND": "0",
+            # Every visitor stream comes from this one machine's address.
+            "LIVE_STREAMS_PER_ADDRESS": str(args.visitors),
+        }  # fmt: skip
         manage(env, "migrate", "--noinput")
         os.environ.update(env)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")

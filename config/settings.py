@@ -557,6 +557,13 @@ CELERY_BEAT_SCHEDULE["forget-live-events"] = {
 LIVE_REDIS_CHANNEL = env.str("LIVE_REDIS_CHANNEL", default="")
 # An agent's open streams follow changes of its channels this often.
 LIVE_MEMBERSHIP_SECONDS = env.float("LIVE_MEMBERSHIP_SECONDS", default=2.0)
+# An open stream's credential (token, session, visitor) is read again this
+# often; an access change told by an event ends its streams at once.
+LIVE_ACCESS_SECONDS = env.float("LIVE_ACCESS_SECONDS", default=10.0)
+# Visitor streams open at once per visitor token, and per address (an IPv6
+# /64) whatever visitors it has; one more is answered 429.
+LIVE_STREAMS_PER_VISITOR = env.int("LIVE_STREAMS_PER_VISITOR", default=3)
+LIVE_STREAMS_PER_ADDRESS = env.int("LIVE_STREAMS_PER_ADDRESS", default=100)
 
 # --- the website widget (docs/widget.md) -------------------------------------
 # A GeoIP2 / GeoLite2 City database file (.mmdb): fills session.geoip of the

@@ -40,6 +40,19 @@ def client_address(request: HttpRequest) -> str:
         return peer
 
 
+def sender(request: HttpRequest) -> str:
+    """Who sends, for the limits: the address, or an IPv6 address's /64
+    (one customer's network; its addresses cost an attacker nothing)."""
+    address = client_address(request)
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if parsed.version == 6:
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return address
+
+
 def locked_out(request: HttpRequest, *args: Any) -> HttpResponse:
     """The page for a refused sign-in (AXES_LOCKOUT_CALLABLE): 429, and for how long."""
     cool_off = get_cool_off(request)

@@ -11,7 +11,6 @@ reads and changes only its own chat.
 from __future__ import annotations
 
 import gzip
-import ipaddress
 import logging
 from collections.abc import Callable
 from functools import cache
@@ -28,7 +27,7 @@ from agents.api.parsers import Unstorable, loads
 from agents.models import Client
 from agents.streams import newest_event_id
 from config.api_errors import error_response, not_json
-from config.signin import client_address
+from config.signin import client_address, sender
 from devhooks import widgets
 from devhooks.models import WidgetChannel
 from devhooks.widgets import WidgetError
@@ -115,19 +114,6 @@ class Visit:
         if self.visitor is None:
             raise WidgetError("no visitor with this token: send a message first")
         return self.visitor
-
-
-def sender(request: HttpRequest) -> str:
-    """Who sends, for the limits: the address, or an IPv6 address's /64
-    (one customer's network; its addresses cost an attacker nothing)."""
-    address = client_address(request)
-    try:
-        parsed = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if parsed.version == 6:
-        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
-    return address
 
 
 class RateLimited(Exception):

@@ -8,7 +8,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -19,8 +19,9 @@ from django.test import Client as Browser
 from django.utils import timezone
 
 from agents import live, services
-from agents.models import Agent, Chat, LiveEvent
-from agents.tokens import issue_token, issue_visitor_token
+from agents.models import Agent, ApiToken, Chat, LiveEvent
+from agents.tokens import issue_token, issue_visitor_token, revoke_token
+from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
 from tests.delivery.target import Target
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
@@ -84,6 +85,18 @@ class Reader:
             return [self.next(seconds)]
         except queue.Empty:
             return []
+
+    def ended(self, timeout: float = 10) -> bool:
+        """Whether the service closed the stream within ``timeout``."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def drain(self) -> list[Event]:
+        """Every event read and not yet taken."""
+        heard = []
+        while not self.events.empty():
+            heard.append(self.events.get_nowait())
+        return heard
 
     def close(self) -> None:
         self.response.close()
@@ -334,3 +347,243 @@ def test_old_events_not_yet_forgotten_do_not_make_a_reconnect_reload(
         assert first.kind == "message" and first.data["message"]["text"] == "just now"
     finally:
         stream.close()
+
+
+# --- a stream lives only as long as its access (docs/live.md, "Access") -------
+
+
+def post_a2(web: WebServer, chat_api: ChatApiChannel, text: str) -> None:
+    """The integrator's A2, through the web process."""
+    path = chat_api.endpoint_url.split("/", 3)[3]
+    body = {"sender": {"id": "u-1", "name": "Carla"}, "message": {"type": "text", "text": text}}
+    assert requests.post(f"{web.base_url}/{path}", json=body, timeout=10).status_code == 200
+
+
+@pytest.fixture
+def chat_api(alice: Agent) -> ChatApiChannel:
+    channel, _ = create_chat_api_channel(
+        name="App", webhook_url="https://integrator.example/a3", agents=[alice]
+    )
+    return channel
+
+
+def delete_in_the_admin(agent: Agent) -> None:
+    admin = Browser()
+    admin.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    token = ApiToken.objects.get(agent=agent)
+    answer = admin.post(f"/admin/agents/apitoken/{token.pk}/delete/", {"post": "yes"})
+    assert answer.status_code == 302
+
+
+def deactivate(agent: Agent) -> None:
+    agent.is_active = False
+    agent.save()  # as the admin's form does
+
+
+@pytest.mark.parametrize(
+    "revoke",
+    [
+        pytest.param(lambda agent: revoke_token(agent=agent), id="token deleted"),
+        pytest.param(delete_in_the_admin, id="token deleted in the admin"),
+        pytest.param(lambda agent: issue_token(agent=agent), id="token replaced"),
+        pytest.param(deactivate, id="agent deactivated"),
+    ],
+)
+def test_a_revoked_token_ends_its_stream_before_the_next_message(
+    web: WebServer,
+    alice: Agent,
+    token: str,
+    chat_api: ChatApiChannel,
+    revoke: Callable[[Agent], object],
+) -> None:
+    post_a2(web, chat_api, "before")
+    stream = open_stream(web, token)
+    try:
+        revoke(alice)
+        post_a2(web, chat_api, "my card is 4111 1111 1111 1111")
+
+        assert stream.ended()
+        heard = stream.drain()
+        assert all("4111" not in json.dumps(event.data) for event in heard), heard
+        again = requests.get(
+            f"{web.base_url}/api/agent/v1/stream",
+            headers={"Authorization": f"Token {token}"},
+            timeout=5,
+        )
+        assert again.status_code == 401
+    finally:
+        stream.close()
+
+
+def test_signing_out_ends_the_page_stream(
+    web: WebServer, alice: Agent, chat_api: ChatApiChannel
+) -> None:
+    browser = Browser()
+    browser.force_login(alice)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    stream = Reader(f"{web.base_url}/agent/stream", Cookie=cookie)
+    try:
+        post_a2(web, chat_api, "hello page")
+        assert stream.until("message").data["message"]["text"] == "hello page"
+
+        browser.logout()
+        post_a2(web, chat_api, "my card is 4111 1111 1111 1111")
+
+        assert stream.ended()
+        assert all("4111" not in json.dumps(event.data) for event in stream.drain())
+        again = requests.get(f"{web.base_url}/agent/stream", headers={"Cookie": cookie}, timeout=5)
+        assert again.status_code == 403
+    finally:
+        stream.close()
+
+
+def test_a_blacklisted_visitor_s_stream_ends_and_does_not_come_back(
+    web: WebServer, alice: Agent
+) -> None:
+    vera = ClientFactory.create(channel=ChannelFactory.create(agents=[alice]), name="Vera")
+    token = issue_visitor_token(client=vera)
+    chat = services.post_client_message(client=vera, content=text("hello")).chat
+    services.accept_chat(chat=chat, agent=alice)
+    stream = Reader(f"{web.base_url}/visitor/{token}/stream")
+    try:
+        services.blacklist_client(chat=chat, agent=alice)
+
+        assert stream.ended()
+        again = requests.get(f"{web.base_url}/visitor/{token}/stream", timeout=5)
+        assert again.status_code == 403
+        assert again.json()["error"]["code"] == "access_denied"
+    finally:
+        stream.close()
+
+
+def test_a_change_no_event_told_ends_the_stream_at_the_next_check(
+    alice: Agent, token: str, chat_api: ChatApiChannel
+) -> None:
+    """An ``update()`` sends no signal: the periodic re-check finds it."""
+    server = WebServer(LIVE_ACCESS_SECONDS="1").start()
+    stream = open_stream(server, token)
+    try:
+        Agent.objects.filter(pk=alice.pk).update(is_active=False)
+        assert stream.ended(timeout=10)
+        post_a2(server, chat_api, "my card is 4111 1111 1111 1111")
+        assert all("4111" not in json.dumps(event.data) for event in stream.drain())
+    finally:
+        stream.close()
+        server.stop()
+
+
+def test_an_unrelated_access_change_leaves_the_stream_open(
+    web: WebServer, token: str, chat_api: ChatApiChannel
+) -> None:
+    bob = AgentFactory.create(name="Bob")
+    issue_token(agent=bob)
+    stream = open_stream(web, token)
+    try:
+        revoke_token(agent=bob)
+        post_a2(web, chat_api, "still for Alice")
+        assert stream.until("message").data["message"]["text"] == "still for Alice"
+    finally:
+        stream.close()
+
+
+# --- limits of open visitor streams (docs/live.md, "Limits") -------------------
+
+
+def try_stream(url: str) -> Reader:
+    """A stream if the service opens one, else the refusal's answer."""
+    reader = Reader(url)
+    if reader.response.status_code != 200:
+        reader.close()
+    return reader
+
+
+def open_when_free(url: str) -> Reader:
+    """A stream, once a slot is free."""
+
+    def attempt() -> Reader | None:
+        reader = try_stream(url)
+        return reader if reader.response.status_code == 200 else None
+
+    reader = wait_for(attempt)
+    assert reader is not None
+    return reader
+
+
+def assert_too_many(url: str) -> None:
+    """One more stream is refused (read as a stream: an admitted one never ends)."""
+    with requests.get(url, stream=True, timeout=5) as answer:
+        assert answer.status_code == 429
+        assert answer.json()["error"]["code"] == "too_many_requests"
+        assert int(answer.headers["Retry-After"]) > 0
+
+
+def visitor_url(web: WebServer) -> str:
+    client = ClientFactory.create(channel=ChannelFactory.create())
+    return f"{web.base_url}/visitor/{issue_visitor_token(client=client)}/stream"
+
+
+def test_a_visitor_holds_at_most_three_streams_and_a_closed_one_frees_its_slot(
+    web: WebServer,
+) -> None:
+    url = visitor_url(web)
+    streams = [try_stream(url) for _ in range(3)]
+    try:
+        assert [s.response.status_code for s in streams] == [200, 200, 200]
+        assert_too_many(url)
+
+        streams.pop().close()
+        streams.append(open_when_free(url))
+        assert_too_many(url)
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_a_stream_open_longer_than_its_lease_keeps_its_slot() -> None:
+    """Leases of 3 s (LIVE_ACCESS_SECONDS 1), renewed while the streams live."""
+    server = WebServer(LIVE_ACCESS_SECONDS="1", LIVE_HEARTBEAT_SECONDS="1").start()
+    url = visitor_url(server)
+    streams = [try_stream(url) for _ in range(3)]
+    try:
+        assert [s.response.status_code for s in streams] == [200, 200, 200]
+        # Six heartbeats a second apart: twice the lease has passed.
+        wait_for(lambda: all(s.comments.count("heartbeat") >= 6 for s in streams), timeout=30)
+        assert_too_many(url)
+    finally:
+        for stream in streams:
+            stream.close()
+        server.stop()
+
+
+def test_an_address_holds_a_limited_number_of_streams_whatever_its_visitors() -> None:
+    server = WebServer(LIVE_STREAMS_PER_ADDRESS="4").start()
+    streams = []
+    try:
+        for url in (visitor_url(server), visitor_url(server)):
+            streams += [try_stream(url), try_stream(url)]
+        assert [s.response.status_code for s in streams] == [200] * 4
+        assert_too_many(visitor_url(server))
+    finally:
+        for stream in streams:
+            stream.close()
+        server.stop()
+
+
+def test_the_slots_of_a_process_that_died_free_themselves() -> None:
+    """Nobody gives the slots back: they count until their leases expire
+    (three access checks of the process that took them)."""
+    dying, server = WebServer(LIVE_ACCESS_SECONDS="2").start(), WebServer().start()
+    try:
+        url = visitor_url(dying)
+        streams = [try_stream(url) for _ in range(3)]
+        assert [s.response.status_code for s in streams] == [200, 200, 200]
+        dying.kill()
+        for stream in streams:
+            stream.close()
+
+        elsewhere = url.replace(dying.base_url, server.base_url)
+        assert_too_many(elsewhere)
+        open_when_free(elsewhere).close()
+    finally:
+        dying.stop()
+        server.stop()

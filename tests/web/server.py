@@ -8,7 +8,9 @@ files the tests read.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -75,6 +77,27 @@ class WebServer:
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """End the workers and then the master at once, as a crash would:
+        nothing they hold is given back."""
+        assert self.process is not None
+        for pid in self._workers():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.process.kill()
+        self.process.wait(10)
+
+    def _workers(self) -> list[int]:
+        assert self.process is not None
+        workers = []
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, IndexError):
+                # The parent's pid is the second field after the command's "(name)".
+                parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                if entry.name.isdigit() and int(parent) == self.process.pid:
+                    workers.append(int(entry.name))
+        return workers
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -1,0 +1,119 @@
+"""Slots held by open streams, as expiring leases (docs/live.md, "Limits").
+
+``acquire(holder=…, limits={key: limit}, seconds=…)`` takes one slot under
+every key for ``holder`` when each key has one free, else none; a slot
+counts until its lease expires. An open stream's hub renews its leases
+(``renew``) at each access check and the stream gives them back when it
+ends (``release``): a process that died leaves slots that free themselves
+once their leases expire, not counts that stay forever.
+
+Where the slots live, as for ``agents.ratelimit``: with a Redis cache, a
+sorted set per key (score: the expiry, on the Redis server's clock) changed
+by one Lua script; else ``StreamLease`` rows, counted under a lock on the
+key (PostgreSQL's advisory lock; SQLite's immediate transaction).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from functools import cache
+
+import redis
+from django.db import connection, transaction
+
+from agents.models import StreamLease
+from agents.ratelimit import redis_url
+
+KEY_PREFIX = "switchboard:lease:"
+
+# KEYS: the sorted sets; ARGV[1]: the holder, ARGV[2]: the lease in ms,
+# ARGV[2 + i]: the limit of KEYS[i]. All slots or none.
+_ACQUIRE = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local lease = tonumber(ARGV[2])
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ms)
+  if redis.call('ZCARD', key) >= tonumber(ARGV[i + 2]) then
+    return 0
+  end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, ms + lease, ARGV[1])
+  redis.call('PEXPIRE', key, lease)
+end
+return 1
+"""
+
+# KEYS: sorted sets; ARGV[1]: the lease in ms, ARGV[1 + i]: the holder in
+# KEYS[i]. Only a slot still held is renewed (XX): a lapsed one is not
+# taken back past the limit.
+_RENEW = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local lease = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, 'XX', ms + lease, ARGV[i + 1])
+  redis.call('PEXPIRE', key, lease)
+end
+return 1
+"""
+
+
+@cache
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+def acquire(*, holder: str, limits: dict[str, int], seconds: float) -> bool:
+    """One slot under each key of ``limits`` for ``holder``, or none (``False``)."""
+    if any(limit <= 0 for limit in limits.values()):
+        return False
+    keys = sorted(limits)  # one lock order for every caller
+    url = redis_url()
+    if url:
+        script = _redis(url).register_script(_ACQUIRE)
+        args: list[str | int] = [holder, int(seconds * 1000), *(limits[key] for key in keys)]
+        return bool(script(keys=[KEY_PREFIX + key for key in keys], args=args))
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                for key in keys:
+                    cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [KEY_PREFIX + key])
+        now = time.time()  # read under the locks
+        StreamLease.objects.filter(expires__lte=now).delete()
+        for key in keys:
+            if StreamLease.objects.filter(key=key).count() >= limits[key]:
+                return False
+        StreamLease.objects.bulk_create(
+            StreamLease(key=key, holder=holder, expires=now + seconds) for key in keys
+        )
+        return True
+
+
+def renew(*, held: Iterable[tuple[str, str]], seconds: float) -> None:
+    """Extend the leases of (key, holder) pairs still held: one call for all."""
+    pairs = list(held)
+    if not pairs:
+        return
+    url = redis_url()
+    if url:
+        script = _redis(url).register_script(_RENEW)
+        keys = [KEY_PREFIX + key for key, _ in pairs]
+        script(keys=keys, args=[int(seconds * 1000), *(holder for _, holder in pairs)])
+        return
+    holders = {holder for _, holder in pairs}
+    StreamLease.objects.filter(holder__in=holders).update(expires=time.time() + seconds)
+
+
+def release(*, holder: str, keys: Iterable[str]) -> None:
+    """Give back ``holder``'s slots."""
+    url = redis_url()
+    if url:
+        with _redis(url).pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.zrem(KEY_PREFIX + key, holder)
+            pipe.execute()
+        return
+    StreamLease.objects.filter(holder=holder).delete()
