@@ -66,6 +66,9 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
     search_fields = ["channel__name", "channel__public_id", "webhook_url"]
     readonly_fields = ["public_id", "endpoint_url_field", "status_url_field", "delivery_log"]
     actions = ["rotate_secret", "rotate_path_secret"]
+    # Save above the fields: Enter in a field presses the form's first submit
+    # button, which would otherwise be the endpoint URL's Rotate.
+    save_on_top = True
 
     class Media:
         js = ["admin/copy.js"]

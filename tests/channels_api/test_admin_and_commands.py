@@ -128,7 +128,12 @@ def test_the_channels_page_has_a_button_that_rotates_its_url(
     made = run_create("--name", "A", "--webhook-url", "https://a.example/x", "--agent", agent.email)
     chat_api = ChatApiChannel.objects.get(channel_id=made["id"])
     change = f"/admin/channels_api/chatapichannel/{chat_api.pk}/change/"
-    assert 'name="_rotate_path_secret"' in admin_browser.get(change).content.decode()
+    page = admin_browser.get(change).content.decode()
+    assert 'name="_rotate_path_secret"' in page
+    # Enter in a field presses the form's first submit button: Save, never Rotate.
+    form = page[page.index('id="chatapichannel_form"') :]
+    first_submit = re.search(r'<(?:input|button)[^>]*type="submit"[^>]*>', form)
+    assert first_submit is not None and 'name="_save"' in first_submit[0]
 
     answer = admin_browser.post(
         change,
