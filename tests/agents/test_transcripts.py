@@ -537,6 +537,23 @@ def test_an_address_from_the_widgets_contact_form_gets_the_transcript_once_an_ag
     assert ClientAddress.objects.get().confirmed_by == alice
 
 
+def test_confirm_address_vouches_for_the_address_the_agent_saw(alice: Agent) -> None:
+    visitor, chat = widget_visitor(alice)
+    widgets.set_contact(visitor, {"name": "Cy", "email": "cy@example.com"})
+    chat = answered(Chat.objects.get(pk=chat.pk), alice)
+    page = page_of(alice)
+    shown = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    form = re.search(r'name="email" value="([^"]*)"', shown)
+    assert form is not None and form[1] == "cy@example.com"
+    # The visitor's page changes the address between the agent's look and click.
+    widgets.set_contact(visitor, {"email": "victim@example.net"})
+
+    page.post(f"/agent/chats/{chat.pk}/client-email", {"email": form[1]})
+
+    trusted = ClientAddress.objects.filter(confirmed_by=alice)
+    assert [a.address for a in trusted] == ["cy@example.com"]
+
+
 def test_an_agent_enters_an_address_on_the_chat_page(alice: Agent) -> None:
     visitor, chat = widget_visitor(alice)
     chat = answered(Chat.objects.get(pk=chat.pk), alice)
