@@ -24,7 +24,7 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.urls import reverse
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from agents import services
 from agents.content import Content, scrub
@@ -135,7 +135,8 @@ def _thumbnail(data: bytes) -> bytes:
                 megapixels = settings.AGENT_IMAGE_MAX_PIXELS // 1_000_000
                 raise FileRefused(f"the image is larger than {megapixels} megapixels")
             opened.load()
-            image: Image.Image = opened
+            # Turned as the photo says, as the full image shows it.
+            image: Image.Image = ImageOps.exif_transpose(opened)
             if image.width > THUMB_WIDTH:
                 height = max(1, round(image.height * THUMB_WIDTH / image.width))
                 image = image.resize((THUMB_WIDTH, height))
@@ -156,17 +157,25 @@ def _without_metadata(data: bytes) -> bytes:
     loss); an animation keeps its frames."""
     try:
         with Image.open(io.BytesIO(data)) as opened:
-            options: dict[str, Any] = {"icc_profile": opened.info.get("icc_profile")}
+            # A phone's multi-picture JPEG (MPO) is kept as its first picture.
+            image_format = "JPEG" if opened.format == "MPO" else opened.format
+            # JPEG's and GIF's comments are dropped; other formats ignore the option.
+            options: dict[str, Any] = {
+                "icc_profile": opened.info.get("icc_profile"),
+                "comment": b"",
+            }
             orientation = opened.getexif().get(ORIENTATION)
-            if orientation and opened.format != "GIF":
+            if orientation in range(1, 9) and image_format != "GIF":  # no other value turns it
                 kept = Image.Exif()
                 kept[ORIENTATION] = orientation
                 options["exif"] = kept.tobytes()
             if opened.format == "JPEG":
-                options |= {"quality": "keep", "subsampling": "keep", "comment": b""}
+                options |= {"quality": "keep", "subsampling": "keep"}
+            elif image_format == "JPEG":
+                options["quality"] = 95  # "keep" is for a JPEG Pillow opened as one
             out = io.BytesIO()
-            animated = getattr(opened, "is_animated", False)
-            opened.save(out, format=opened.format, save_all=animated, **options)
+            animated = getattr(opened, "is_animated", False) and image_format != "JPEG"
+            opened.save(out, format=image_format, save_all=animated, **options)
             return out.getvalue()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
         raise FileRefused("the image could not be read: send another file") from error

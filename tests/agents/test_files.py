@@ -126,27 +126,42 @@ def test_a_file_gone_from_storage_is_a_404_not_a_500(agent: Agent) -> None:
         assert "Traceback" not in answer.content.decode()
 
 
-def camera_photo(image_format: str) -> bytes:
+def camera_photo(image_format: str, orientation: int = 6) -> bytes:
     """A photo as a phone saves it: camera, time and GPS position in its EXIF,
-    a comment or a text chunk, and "turn 90° to show" as its orientation."""
+    a comment or a text chunk, and "turn 90° to show" as its orientation
+    (MPO: a JPEG with a second picture, as many phones save them)."""
     exif = Image.Exif()
     exif[0x010F], exif[0x0110], exif[0x0132] = "Canon", "EOS 5D", "2026:11:25 10:00:00"
-    exif[0x0112] = 6  # Orientation: rotate 90° clockwise
+    exif[0x0112] = orientation  # 6: rotate 90° clockwise
     exif[0x8825] = {1: "N", 2: (48.0, 51.0, 24.0), 3: "E", 4: (2.0, 21.0, 3.0)}  # GPSInfo
     out = io.BytesIO()
     image = Image.new("RGB", (400, 200), (40, 85, 216))
+    comment = b"Ann's flat, 3rd floor"
     if image_format == "PNG":
         info = PngInfo()
         info.add_text("Location", "48.8566 N, 2.3522 E")
         image.save(out, format="PNG", exif=exif, pnginfo=info)
+    elif image_format == "MPO":
+        second = Image.new("RGB", (400, 200), (200, 30, 30))
+        image.save(out, "MPO", save_all=True, append_images=[second], exif=exif, comment=comment)
+    elif image_format == "GIF":
+        image.save(out, format="GIF", comment=comment)
     else:
-        image.save(out, format="JPEG", exif=exif, comment=b"Ann's flat, 3rd floor")
+        image.save(out, format="JPEG", exif=exif, comment=comment)
     return out.getvalue()
 
 
-@pytest.mark.parametrize(("image_format", "name"), [("JPEG", "photo.jpg"), ("PNG", "photo.png")])
+@pytest.mark.parametrize(
+    ("image_format", "name", "served_format", "exif"),
+    [
+        ("JPEG", "photo.jpg", "JPEG", {0x0112: 6}),
+        ("PNG", "photo.png", "PNG", {0x0112: 6}),
+        ("MPO", "photo.jpg", "JPEG", {0x0112: 6}),
+        ("GIF", "photo.gif", "GIF", {}),
+    ],
+)
 def test_a_photo_reaches_the_client_without_camera_time_or_place_but_upright(
-    agent: Agent, image_format: str, name: str
+    agent: Agent, image_format: str, name: str, served_format: str, exif: dict[int, int]
 ) -> None:
     # Given a phone's photo with its metadata
     chat = my_chat(agent)
@@ -160,10 +175,29 @@ def test_a_photo_reaches_the_client_without_camera_time_or_place_but_upright(
     # Then the picture is the same, turned the same way, and says nothing else
     assert b"Canon" not in served and b"48.8566" not in served and b"3rd floor" not in served
     with Image.open(io.BytesIO(served)) as image:
-        assert image.format == image_format and image.size == (400, 200)
-        assert dict(image.getexif()) == {0x0112: 6}
+        assert image.format == served_format and image.size == (400, 200)
+        assert dict(image.getexif()) == exif
         assert "comment" not in image.info and "Location" not in image.info
     assert attachment.file_size == len(served)
+    # The thumbnail is turned as the photo is shown (upright, 200 by 400), at most 320 px wide
+    thumb = body_of(Browser().get(f"/files/{attachment.token}/thumb/{name}"))
+    with Image.open(io.BytesIO(thumb)) as image:
+        assert image.size == ((200, 400) if exif else (320, 160))
+
+
+@pytest.mark.parametrize("orientation", [0, 9, 65535])
+def test_a_photo_with_an_orientation_that_is_none_is_kept_without_it(
+    agent: Agent, orientation: int
+) -> None:
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile("photo.jpg", camera_photo("JPEG", orientation=orientation))
+
+    answer = page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload}, headers=FETCH)
+
+    assert answer.status_code < 300
+    served = body_of(Browser().get(f"/files/{Attachment.objects.get().token}/photo.jpg"))
+    with Image.open(io.BytesIO(served)) as image:
+        assert dict(image.getexif()) == {}
 
 
 @pytest.mark.parametrize(
