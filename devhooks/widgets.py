@@ -23,6 +23,7 @@ from django.db.models import Q
 
 from agents import selectors
 from agents import services as chats
+from agents.api.parsers import id_from
 from agents.content import Content
 from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
@@ -370,13 +371,14 @@ def _set_visitor_data(client: Client, **values: Any) -> None:
 def _department(widget: WidgetChannel, department_id: Any) -> Department | None:
     if department_id in (None, "", 0):
         return None
-    if isinstance(department_id, str) and department_id.isascii() and department_id.isdigit():
-        department_id = int(department_id)
-    if not isinstance(department_id, int) or isinstance(department_id, bool):
+    is_number = isinstance(department_id, int) and not isinstance(department_id, bool)
+    digits = isinstance(department_id, str) and department_id.isascii() and department_id.isdigit()
+    if not (is_number or digits):
         raise WidgetError("department_id must be a number")
-    # One the widget does not offer (any more): the chat opens without one
-    # rather than the visitor being kept from writing.
-    return widget.departments.filter(pk=department_id).first()
+    # One the widget does not offer (any more), or no row could have: the chat
+    # opens without one rather than the visitor being kept from writing.
+    pk = id_from(str(department_id))
+    return None if pk is None else widget.departments.filter(pk=pk).first()
 
 
 def _prechat_missing(widget: WidgetChannel, client: Client) -> str:

@@ -1527,3 +1527,13 @@ def test_a_department_id_of_digits_that_are_not_ascii_is_400(
     answer = Visitor(widget, raise_errors=False).post("message", text="Hi", department_id=value)
     assert error_of(answer, 400) == "department_id must be a number"
     assert Chat.objects.count() == 0
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, 10**40])
+def test_a_department_id_no_row_could_have_opens_the_chat_without_one(
+    widget: WidgetChannel, value: Any
+) -> None:
+    """Fixed here: int() of 5,000 digits raised ValueError (Python's digit limit), a 500."""
+    visitor = Visitor(widget)
+    visitor.ok("message", text="Hi", department_id=value)
+    assert Chat.objects.get(client=visitor.client).department is None
