@@ -220,10 +220,10 @@ class Hub:
             self.last_id = await in_thread(newest_event_id)
             loop = asyncio.get_running_loop()
             members = loop.create_task(
-                self._every_while(settings.LIVE_MEMBERSHIP_SECONDS, self.refresh_channels)
+                self._every(settings.LIVE_MEMBERSHIP_SECONDS, self.refresh_channels)
             )
             access = loop.create_task(
-                self._every_while(settings.LIVE_ACCESS_SECONDS, self.recheck_access)
+                self._every(settings.LIVE_ACCESS_SECONDS, self.recheck_access)
             )
             try:
                 while self.listeners:
@@ -257,6 +257,18 @@ class Hub:
 
         for event in await in_thread(query):
             self.dispatch(event)
+
+    async def _every(self, seconds: float, step: Callable[[], Any]) -> None:
+        """``step`` every ``seconds`` until ``run`` cancels it. It does not end
+        when the streams are none for a moment, as ``_every_while`` does: the
+        hub's loop may not see that moment, and would run on without it."""
+        while True:
+            if self.listeners:
+                try:
+                    await step()
+                except Exception:
+                    logger.warning("live.periodic_step_failed", exc_info=True)
+            await asyncio.sleep(seconds)
 
     async def _every_while(self, seconds: float, step: Callable[[], Any]) -> None:
         """``step`` every ``seconds`` while there are streams."""
@@ -377,7 +389,13 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     try:
         yield f"retry: {settings.LIVE_RETRY_MILLISECONDS}\n\n"
         # Also what committed between reading ``after`` and joining the hub.
-        for event in await replay(listener, after, asked=asked):
+        missed = await replay(listener, after, asked=asked)
+        # An access change that committed after the view read the credential
+        # but before the stream joined the hub reached no stream: read it again
+        # now, after the replay's rows (a later change reaches the hub).
+        if await in_thread(lambda: lapsed([listener])):
+            return
+        for event in missed:
             sent.add(event["id"])
             yield sse(event)
         yield ": connected\n\n"

@@ -4,6 +4,7 @@ process and from the worker; a reconnect with Last-Event-ID misses nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import threading
@@ -465,8 +466,12 @@ def test_a_change_no_event_told_ends_the_stream_at_the_next_check(
     try:
         Agent.objects.filter(pk=alice.pk).update(is_active=False)
         assert stream.ended(timeout=10)
-        post_a2(server, chat_api, "my card is 4111 1111 1111 1111")
-        assert all("4111" not in json.dumps(event.data) for event in stream.drain())
+        again = requests.get(
+            f"{server.base_url}/api/agent/v1/stream",
+            headers={"Authorization": f"Token {token}"},
+            timeout=5,
+        )
+        assert again.status_code == 401  # and its reconnect is refused
     finally:
         stream.close()
         server.stop()
@@ -587,3 +592,26 @@ def test_the_slots_of_a_process_that_died_free_themselves() -> None:
     finally:
         dying.stop()
         server.stop()
+
+
+def test_the_periodic_checks_outlive_a_moment_without_streams() -> None:
+    """A reload closes a page's stream and opens another: a check that woke in
+    between must not end for good while the hub goes on (it did: no stream of
+    that process was re-checked or had its slot renewed again)."""
+    from agents.streams import Hub
+
+    async def scenario() -> list[int]:
+        hub, steps = Hub(), []
+
+        async def step() -> None:
+            steps.append(len(hub.listeners))
+
+        task = asyncio.create_task(hub._every(0.01, step))
+        await asyncio.sleep(0.05)  # no stream: nothing checked, and the task waits
+        assert not task.done()
+        hub.listeners.add(object())  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return steps
+
+    assert asyncio.run(scenario())  # checked once a stream came back
