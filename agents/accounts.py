@@ -84,7 +84,8 @@ def _hand_over(email: str) -> None:
 def mail_password_reset(*, email: str) -> Mail | None:
     """Queue the reset link for the active agent with ``email`` who has a
     password (an API-only agent has none to reset); nothing for anyone else."""
-    agent = Agent.objects.filter(email=email.strip().lower(), is_active=True).first()
+    # Any case: the admin's form keeps an address as it was typed.
+    agent = Agent.objects.filter(email__iexact=email.strip(), is_active=True).first()
     if agent is None or not agent.has_usable_password():
         logger.info("password_reset.no_agent")
         return None

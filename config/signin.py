@@ -48,6 +48,8 @@ def sender(request: HttpRequest) -> str:
         parsed = ipaddress.ip_address(address)
     except ValueError:
         return address
+    if parsed.version == 6 and parsed.ipv4_mapped:  # ::ffff:1.2.3.4 on a dual-stack bind
+        return str(parsed.ipv4_mapped)
     if parsed.version == 6:
         return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return address

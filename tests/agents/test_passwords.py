@@ -311,3 +311,15 @@ def test_a_malformed_address_is_asked_again_and_mails_nobody(
 
     assert answer.status_code == 200 and 'id="email-error"' in answer.content.decode()
     assert not mailoutbox
+
+
+def test_an_address_kept_with_capitals_gets_its_link_too(
+    forgot: Forgot, mailoutbox: list[Any]
+) -> None:
+    """The admin's form keeps an address as typed; the agent types it in any case."""
+    ann = AgentFactory.create(email="Ann.Lee@Example.com")
+
+    forgot("ann.lee@example.com")
+
+    [message] = mailoutbox
+    assert message.to == [ann.email]

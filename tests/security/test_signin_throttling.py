@@ -14,7 +14,7 @@ from django.test import Client as Browser
 from django.test import RequestFactory
 
 from agents.models import Agent
-from config.signin import client_address
+from config.signin import client_address, sender
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -144,3 +144,16 @@ def test_the_client_address(proxies: int, forwarded: str, address: str, settings
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded)
 
     assert client_address(request) == address
+
+
+@pytest.mark.parametrize(
+    ("peer", "counted_as"),
+    [
+        ("203.0.113.9", "203.0.113.9"),
+        ("::ffff:203.0.113.9", "203.0.113.9"),  # an IPv4 peer on a dual-stack bind
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+    ],
+)
+def test_the_sender_the_limits_count(peer: str, counted_as: str, settings: Any) -> None:
+    settings.TRUSTED_PROXY_COUNT = 0
+    assert sender(RequestFactory().get("/", REMOTE_ADDR=peer)) == counted_as
