@@ -17,8 +17,8 @@ from django.test.utils import CaptureQueriesContext
 
 from agents import demo
 from agents.models import Agent, Mail
-from tests.agents.test_transcripts import forget_rate
 from tests.factories import AgentFactory
+from tests.limits import forget_rate
 
 pytestmark = pytest.mark.django_db
 

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from aiosmtpd.controller import Controller
 from django.core import mail as django_mail
 from django.test import Client as Browser
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents import mail, ratelimit, services
+from agents import mail, services
 from agents.content import Content
 from agents.models import Agent, Chat, Client, ClientAddress, Mail, Message
 from agents.tasks import finish_inactive_chats, send_due_mails
@@ -39,6 +38,7 @@ from tests.factories import (
     page_of,
     text,
 )
+from tests.limits import forget_rate
 from tests.web.server import free_port
 
 pytestmark = pytest.mark.django_db
@@ -49,14 +49,6 @@ EVIL = '<script>alert("x")</script>'
 @pytest.fixture
 def alice(db: None) -> Agent:
     return AgentFactory.create(name="Alice Agent", is_online=True)
-
-
-def forget_rate(key: str) -> None:
-    """A Redis counter outlives the test database: start this key afresh."""
-    if ratelimit.redis_url():
-        store = redis.Redis.from_url(ratelimit.redis_url())
-        for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
-            store.delete(name)
 
 
 @pytest.fixture(autouse=True)

@@ -13,8 +13,8 @@ from playwright.sync_api import Browser, expect
 from agents import services
 from agents.models import Agent, ClientAddress, Mail
 from devhooks import widgets
-from tests.agents.test_transcripts import forget_rate
 from tests.e2e.test_agent_pages import sign_in
+from tests.limits import forget_rate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

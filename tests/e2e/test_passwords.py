@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from agents.models import Agent, Mail
-from tests.agents.test_transcripts import forget_rate
 from tests.e2e.test_agent_pages import PASSWORD, sign_in
+from tests.limits import forget_rate
 from tests.worker import Worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
