@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import hmac
 
+from agents import idempotency
 from agents.models import Chat
 from bots.models import BotAttachment, BotEvent, token_hash
 
 SEGMENT_LIMIT = 255
+
+
+def idempotency_scope(*, provider_pk: int) -> str:
+    """The scope of a provider's B2 ``Idempotency-Key``s (``agents.idempotency``)."""
+    return f"bot-api:{provider_pk}"
+
+
+def idempotency_key_seen(*, provider_pk: int, key: str) -> bool:
+    """Whether a B2 request with this ``Idempotency-Key`` was acted on."""
+    return idempotency.seen(scope=idempotency_scope(provider_pk=provider_pk), key=key)
 
 
 def attachments_for_path(*, provider_id: str, token: str) -> list[BotAttachment]:

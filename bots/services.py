@@ -287,7 +287,7 @@ def receive_event(
 ) -> None:
     """Act on a B2 event. A repeated ``Idempotency-Key`` changes nothing."""
     attachment, chat = _attachment_and_locked_chat(attachments, request)
-    scope = f"bot-api:{attachment.provider_id}"
+    scope = selectors.idempotency_scope(provider_pk=attachment.provider_id)
     if idempotency_key and not idempotency.claim(scope=scope, key=idempotency_key):
         return
     if request.event == "CLIENT_INFO":

@@ -11,12 +11,12 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.api.parsers import loads
-from agents.ratelimit import admit
+from agents import inbound
 from bots import selectors, services
 from bots.serializers import BotEventIn
-from config.api_errors import allow_methods, error_response, not_json, validation_message
+from config.api_errors import allow_methods, error_response
 
+OK = {"result": "ok"}
 ERRORS: dict[type[services.BotError], tuple[int, str]] = {
     services.UnknownBot: (401, "invalid_client"),
     services.BotSwitchedOff: (403, "unauthorized_client"),
@@ -26,34 +26,26 @@ ERRORS: dict[type[services.BotError], tuple[int, str]] = {
 }
 
 
-def _too_many(provider_pk: int) -> bool:
-    limit = settings.BOT_API_RATE_LIMIT_PER_SECOND
-    return limit > 0 and not admit(key=f"bot-api:{provider_pk}", limit=limit, window=1.0)
-
-
 @csrf_exempt
 @allow_methods("POST")
+@inbound.edge
 def bot_event(request: HttpRequest, provider_id: str, token: str) -> HttpResponse:
     """B2: BOT_MESSAGE, INVITE_AGENT or CLIENT_INFO from the provider."""
     attachments = selectors.attachments_for_path(provider_id=provider_id, token=token)
     if not attachments:
-        return error_response(401, "unknown provider id and token", "invalid_client")
-    limit = settings.BOT_API_MAX_BODY_BYTES
-    if len(request.body) > limit:
-        return error_response(413, f"the body is larger than {limit} bytes")
-    if _too_many(attachments[0].provider_id):
-        response = error_response(429, "too many requests from this provider; retry shortly")
-        response["Retry-After"] = "1"
-        return response
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if len(key) > 255:
-        return error_response(400, "Idempotency-Key is longer than 255 characters")
-    try:
-        parsed = BotEventIn(data=loads(request.body))
-    except ValueError as error:
-        return error_response(400, not_json(error))
-    if not parsed.is_valid():
-        return error_response(400, validation_message(parsed.errors))
+        inbound.refuse(401, "unknown provider id and token", "invalid_client")
+    provider_pk = attachments[0].provider_id
+    body = inbound.body_of(request, limit=settings.BOT_API_MAX_BODY_BYTES)
+    inbound.throttle(
+        key=f"bot-api:{provider_pk}",
+        limit=settings.BOT_API_RATE_LIMIT_PER_SECOND,
+        window=1.0,
+        message="too many requests from this provider; retry shortly",
+    )
+    key = inbound.idempotency_key(request)
+    if key and selectors.idempotency_key_seen(provider_pk=provider_pk, key=key):
+        return JsonResponse(OK)  # a retry of a request acted on: answered as the first
+    parsed = inbound.validated(BotEventIn, inbound.json_of(body))
     data = parsed.validated_data
     event = services.BotRequest(
         event=data["event"],
@@ -67,4 +59,4 @@ def bot_event(request: HttpRequest, provider_id: str, token: str) -> HttpRespons
     except services.BotError as error:
         status, code = ERRORS.get(type(error), (400, "invalid_request"))
         return error_response(status, error.message, code)
-    return JsonResponse({"result": "ok"})
+    return JsonResponse(OK)

@@ -15,9 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.api.parsers import loads
-from channels_api import ratelimit
-from channels_api.models import ChatApiChannel
+from agents import inbound
 from channels_api.selectors import channel_for_path, channel_status, idempotency_key_seen
 from channels_api.serializers import UserMessageIn
 from channels_api.services import (
@@ -25,7 +23,7 @@ from channels_api.services import (
     ChatApiError,
     receive_user_message,
 )
-from config.api_errors import allow_methods, error_response, not_json, validation_message
+from config.api_errors import allow_methods, error_response
 
 logger = logging.getLogger(__name__)
 
@@ -50,44 +48,28 @@ def status(request: HttpRequest, path_secret: str, public_id: str) -> HttpRespon
 
 @csrf_exempt
 @allow_methods("POST")
+@inbound.edge
 def user_message(request: HttpRequest, path_secret: str, public_id: str) -> HttpResponse:
     """A2: a user message, or a typein / typeout, from the integrator."""
     chat_api = channel_for_path(path_secret=path_secret, public_id=public_id)
     if chat_api is None:
-        return error_response(404, NO_CHANNEL)
-    if (refusal := _refusal(request, chat_api)) is not None:
-        return refusal
-    key = request.headers.get("Idempotency-Key", "").strip()
+        inbound.refuse(404, NO_CHANNEL)
+    body = inbound.body_of(request, limit=settings.CHAT_API_MAX_BODY_BYTES)
+    inbound.throttle(
+        key=f"chat-api:{chat_api.channel_id}",
+        limit=settings.CHAT_API_RATE_LIMIT_PER_SECOND,
+        window=1.0,
+        message="too many requests for this channel; retry shortly",
+    )
+    key = inbound.idempotency_key(request)
     if key and idempotency_key_seen(chat_api=chat_api, key=key):
         return JsonResponse(OK)  # a retry of a request acted on: answered as the first
-    try:
-        parsed = UserMessageIn(data=loads(request.body))
-    except ValueError as error:
-        return error_response(400, not_json(error))
-    if not parsed.is_valid():
-        return error_response(400, validation_message(parsed.errors))
+    parsed = inbound.validated(UserMessageIn, inbound.json_of(body))
     try:
         receive_user_message(chat_api=chat_api, message=parsed.user_message(), idempotency_key=key)
     except ChatApiError as error:
         return error_response(REFUSALS[type(error)], error.message)
     return JsonResponse(OK)
-
-
-def _refusal(request: HttpRequest, chat_api: ChatApiChannel) -> HttpResponse | None:
-    """The answer to a request refused before its body is parsed, or None."""
-    limit = settings.CHAT_API_MAX_BODY_BYTES
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if not declared.isascii() or not declared.isdigit():
-        return error_response(400, "Content-Length is not a number")
-    if int(declared) > limit or len(request.body) > limit:
-        return error_response(413, f"the body is larger than {limit} bytes")
-    if ratelimit.over_limit(channel_id=chat_api.channel_id):
-        response = error_response(429, "too many requests for this channel; retry shortly")
-        response["Retry-After"] = "1"
-        return response
-    if len(request.headers.get("Idempotency-Key", "").strip()) > 255:
-        return error_response(400, "Idempotency-Key is longer than 255 characters")
-    return None
 
 
 @csrf_exempt

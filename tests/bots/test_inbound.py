@@ -299,3 +299,46 @@ def test_a_body_over_the_limit_is_413(bot: BotSetup, settings: Any) -> None:
     response = bot.b2(message_event(chat, {"type": "TEXT", "text": "x" * 200}))
 
     assert_error(response, 413, "payload_too_large")
+
+
+def test_a_declared_size_over_the_limit_is_413_before_the_body_is_read(
+    bot: BotSetup, settings: Any
+) -> None:
+    """B2 checks the declared Content-Length as A2 does (the one inbound edge)."""
+    settings.BOT_API_MAX_BODY_BYTES = 100
+    chat = bot.say("hi")
+    event = json.dumps(message_event(chat, {"type": "TEXT", "text": "short"}))
+
+    response = HttpClient().generic(
+        "POST", bot.webhook_path, event, "application/json", CONTENT_LENGTH="5000"
+    )
+
+    assert_error(response, 413, "payload_too_large")
+    assert not chat.messages.filter(author="bot").exists()
+
+
+def test_a_content_length_that_is_no_number_is_400(bot: BotSetup) -> None:
+    chat = bot.say("hi")
+    event = json.dumps(message_event(chat, {"type": "TEXT", "text": "short"}))
+
+    response = HttpClient().generic(
+        "POST", bot.webhook_path, event, "application/json", CONTENT_LENGTH="12x"
+    )
+
+    assert_error(response, 400, "invalid_request")
+    assert not chat.messages.filter(author="bot").exists()
+
+
+def test_a_retry_with_a_key_acted_on_is_answered_before_its_body_is_parsed(
+    bot: BotSetup,
+) -> None:
+    """As A2: the retry of a request acted on is answered as the first was,
+    even when the retry's body was damaged on the way."""
+    chat = bot.say("hi")
+    event = message_event(chat, {"type": "TEXT", "text": "only once"})
+    assert bot.b2(event, **{"Idempotency-Key": "k-2"}).json() == {"result": "ok"}
+
+    retry = bot.b2(b"{not json", **{"Idempotency-Key": "k-2"})
+
+    assert (retry.status_code, retry.json()) == (200, {"result": "ok"})
+    assert chat.messages.filter(author="bot").count() == 1
