@@ -156,6 +156,17 @@ class AgentsPicker(FilteredSelectMultiple):
         return f"{id_}_from" if id_ else id_
 
 
+def copyable(value: str, element_id: str) -> SafeString:
+    """A read-only text box with a Copy button (static/admin/copy.js)."""
+    return format_html(
+        '<input type="text" id="{}" value="{}" readonly size="90" class="copyable"> '
+        '<button type="button" class="button" data-copy="{}">Copy</button>',
+        element_id,
+        value,
+        element_id,
+    )
+
+
 class ChannelAgentsField(forms.ModelMultipleChoiceField):
     """A channel's agents, on every form that makes or edits a channel."""
 

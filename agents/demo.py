@@ -2,7 +2,11 @@
 
 Integration apps register a seeder in their ``AppConfig.ready()``; each is
 called with the demo agents and returns a JSON-able description of what it
-made (channels with their URLs), so ``agents`` imports none of them.
+made (channels with their URLs), so ``agents`` imports none of them. An app
+that makes a kind of channel may also register a maker for it
+(``register_channel_kind``), so another app's demo can stand on such a
+channel without importing the app that makes it: the bot demo's channel is
+a Chat API channel, asked for as ``demo_channel("chat_api", …)``.
 """
 
 from __future__ import annotations
@@ -18,12 +22,16 @@ from django.db import transaction
 
 from agents import accounts
 from agents.canned import save_reply
-from agents.models import Agent, CannedReply
+from agents.models import Agent, CannedReply, Channel
 from agents.services import set_agent_status
 from agents.tokens import agent_for_key, issue_token
 
 Seeder = Callable[[list[Agent]], list[dict[str, Any]]]
 _seeders: list[Seeder] = []
+# Makes (or finds) a demo channel by name, for the given agents: the core's
+# channel and the URLs an integrator would use with it.
+ChannelMaker = Callable[[str, list[Agent]], tuple[Channel, dict[str, Any]]]
+_channel_makers: dict[str, ChannelMaker] = {}
 
 ADMIN = {"email": "admin@example.com", "name": "Demo Admin", "password": "switchboard-admin"}
 AGENTS = [
@@ -44,6 +52,15 @@ CANNED_REPLIES = {
 def register(seeder: Seeder) -> None:
     if seeder not in _seeders:
         _seeders.append(seeder)
+
+
+def register_channel_kind(kind: str, maker: ChannelMaker) -> None:
+    _channel_makers[kind] = maker
+
+
+def demo_channel(kind: str, name: str, agents: list[Agent]) -> tuple[Channel, dict[str, Any]]:
+    """The demo channel ``name`` of ``kind``, made by the app that registered the kind."""
+    return _channel_makers[kind](name, agents)
 
 
 def _agent(spec: dict[str, str], **flags: bool) -> Agent:

@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from agents.admin import copyable
 from agents.models import Channel
 from bots import services
 from bots.models import BotAttachment, BotProvider
-from channels_api.admin import copyable
 from delivery import services as delivery
 from delivery.admin import NewSecret, secret_page
 

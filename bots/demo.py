@@ -12,14 +12,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from agents import demo
 from agents.models import Agent
 from bots import services
 from bots.models import BotAttachment, BotProvider
-from channels_api.models import ChatApiChannel
-from channels_api.services import create_chat_api_channel
 
 PROVIDER_NAME = "Example bot"
 CHANNEL_NAME = "Demo with bot"
@@ -49,17 +47,6 @@ def _provider(url: str) -> BotProvider:
     return provider
 
 
-def _channel(agents: list[Agent]) -> ChatApiChannel:
-    chat_api = ChatApiChannel.objects.filter(channel__name=CHANNEL_NAME).first()
-    if chat_api is None:
-        chat_api, _secret = create_chat_api_channel(
-            name=CHANNEL_NAME,
-            webhook_url=f"{settings.PUBLIC_URL}/demo/integrator",
-            agents=agents,
-        )
-    return chat_api
-
-
 def seed_demo_bot(agents: list[Agent]) -> list[dict[str, Any]]:
     """The example provider attached, with ``DEMO_TOKEN``, to its own Chat API channel."""
     url = example_bot_url()
@@ -68,8 +55,9 @@ def seed_demo_bot(agents: list[Agent]) -> list[dict[str, Any]]:
     except (ValidationError, services.BotError) as error:
         reason = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
         return [{"kind": "bot", "name": CHANNEL_NAME, "skipped": f"{url}: {reason}"}]
-    chat_api = _channel(agents)
-    attachment = BotAttachment.objects.filter(channel=chat_api.channel).first()
+    # A Chat API channel, made by channels_api (agents.demo.register_channel_kind).
+    channel, urls = demo.demo_channel("chat_api", CHANNEL_NAME, agents)
+    attachment = BotAttachment.objects.filter(channel=channel).first()
     secret = None
     if (
         attachment is None
@@ -78,15 +66,15 @@ def seed_demo_bot(agents: list[Agent]) -> list[dict[str, Any]]:
         or not attachment.is_active
     ):
         attachment, secret = services.attach_bot(
-            channel=chat_api.channel, provider=provider, token=DEMO_TOKEN
+            channel=channel, provider=provider, token=DEMO_TOKEN
         )
     return [
         {
             "kind": "bot",
             "name": CHANNEL_NAME,
-            "public_id": chat_api.channel.public_id,
-            "endpoint_url": chat_api.endpoint_url,
-            "status_url": chat_api.status_url,
+            "public_id": urls["public_id"],
+            "endpoint_url": urls["endpoint_url"],
+            "status_url": urls["status_url"],
             "provider": provider.name,
             "provider_endpoint": url,
             "webhook_url_prefix": provider.webhook_url_prefix,

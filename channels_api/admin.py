@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.admin import ChannelAgentsField
+from agents.admin import ChannelAgentsField, copyable
 from channels_api import services
 from channels_api.models import ChatApiChannel
 from delivery import services as delivery
@@ -20,17 +20,6 @@ from delivery.admin import ENDPOINT_URL, SIGNING_SECRET, NewSecret, secret_page
 
 _NEW_SECRET = "_chat_api_new_secret"  # noqa: S105 (a request attribute name)
 _ROTATE_PATH_SECRET = "_rotate_path_secret"  # noqa: S105 (the change form's button)
-
-
-def copyable(value: str, element_id: str) -> SafeString:
-    """A read-only text box with a Copy button (static/admin/copy.js)."""
-    return format_html(
-        '<input type="text" id="{}" value="{}" readonly size="90" class="copyable"> '
-        '<button type="button" class="button" data-copy="{}">Copy</button>',
-        element_id,
-        value,
-        element_id,
-    )
 
 
 class ChatApiChannelForm(forms.ModelForm[ChatApiChannel]):

@@ -8,7 +8,8 @@ class ChannelsApiConfig(AppConfig):
     def ready(self) -> None:
         from agents import demo
         from channels_api import subscribers
-        from channels_api.demo import seed_demo_channel
+        from channels_api.demo import demo_channel, seed_demo_channel
 
         subscribers.connect()
         demo.register(seed_demo_channel)
+        demo.register_channel_kind("chat_api", demo_channel)

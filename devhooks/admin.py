@@ -20,9 +20,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.admin import ChannelAgentsField
+from agents.admin import ChannelAgentsField, copyable
 from agents.models import CallbackSettings, Department
-from channels_api.admin import copyable
 from delivery.admin import NewSecret, secret_page
 from devhooks import services, widgets
 from devhooks.models import EVENTS, IntegrationSettings, WidgetChannel
