@@ -24,8 +24,9 @@ from agents.admin import ChannelAgentsField
 from agents.models import CallbackSettings, Department
 from channels_api.admin import copyable
 from delivery.admin import NewSecret, secret_page
-from devhooks import services, widgets
 from devhooks.models import EVENTS, IntegrationSettings, WidgetChannel
+from devhooks.webhooks import services
+from devhooks.widget import services as widgets
 
 _NEW_SECRET = "_devhooks_new_secret"  # noqa: S105 (a request attribute name)
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from devhooks import views
+from devhooks.widget import views
 
 urlpatterns = [
     path("widget/<str:widget_id>.js", views.script, name="widget-script"),

@@ -16,8 +16,8 @@ from typing import Any
 
 from agents.models import Agent
 from devhooks.models import IntegrationSettings, WidgetChannel
-from devhooks.services import DevhookError, set_developer_webhook
-from devhooks.widgets import create_widget_channel
+from devhooks.webhooks.services import DevhookError, set_developer_webhook
+from devhooks.widget.services import create_widget_channel
 
 DEFAULT_URL = "http://127.0.0.1:8020"
 DEFAULT_WIDGET_HOST_URL = "http://127.0.0.1:8030/"

@@ -20,8 +20,9 @@ from agents.models import Agent, Chat, Client, LiveEvent, Mail, Message, Offline
 from agents.tokens import issue_token
 from bots.models import BotEvent
 from delivery.models import Delivery
-from devhooks import payloads, widgets
 from devhooks.models import IntegrationSettings
+from devhooks.webhooks import payloads
+from devhooks.widget import services as widgets
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
 from tests.devhooks.conftest import Scene, bodies

@@ -29,10 +29,10 @@ from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
 from agents.streams import newest_event_id
 from agents.tokens import client_for_visitor_token, issue_visitor_token
-from devhooks import geoip
 from devhooks.models import IntegrationSettings, WidgetChannel
-from devhooks.payloads import UTM_FIELDS
-from devhooks.services import clean_custom_data
+from devhooks.webhooks.payloads import UTM_FIELDS
+from devhooks.webhooks.services import clean_custom_data
+from devhooks.widget import geoip
 
 logger = logging.getLogger(__name__)
 

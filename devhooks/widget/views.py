@@ -28,9 +28,9 @@ from agents.models import Client
 from agents.streams import newest_event_id
 from config.api_errors import error_response, not_json
 from config.signin import client_address, sender
-from devhooks import widgets
 from devhooks.models import WidgetChannel
-from devhooks.widgets import WidgetError
+from devhooks.widget import services as widgets
+from devhooks.widget.services import WidgetError
 
 logger = logging.getLogger(__name__)
 
