@@ -22,6 +22,7 @@ from bots.models import BotEvent
 from delivery.models import Delivery
 from devhooks.models import IntegrationSettings
 from devhooks.webhooks import payloads
+from devhooks.widget import selectors
 from devhooks.widget import services as widgets
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
@@ -134,12 +135,12 @@ def test_a_blacklisted_widget_visitor_sees_an_offline_chat(agent: Agent) -> None
     widget = widgets.create_widget_channel(name="Site", agent_emails=[agent.email])
     visitor, _token = widgets.new_visitor(widget, {})
     message = widgets.send_message(widget, visitor, "hi")
-    assert widgets.config_of(widget, visitor)["mode"] == "online"
+    assert selectors.config_of(widget, visitor)["mode"] == "online"
 
     services.blacklist_client(chat=message.chat)
     visitor.refresh_from_db()
 
-    assert widgets.config_of(widget, visitor)["mode"] == "offline"
+    assert selectors.config_of(widget, visitor)["mode"] == "offline"
     kept = widgets.send_message(widget, visitor, "hello?")
     assert kept.chat_id == message.chat_id and kept.payload["blacklisted"] is True
 

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from agents.models import Agent, CallbackSettings, Channel, Department
 from devhooks.models import STUB, WidgetChannel
-from devhooks.webhooks.demo import WIDGET_NAME, WIDGET_RULES
+from devhooks.widget.demo import WIDGET_NAME, WIDGET_RULES
 from devhooks.widget.services import WidgetError, create_widget_channel
 from tests.factories import AgentFactory
 

@@ -37,7 +37,6 @@ from agents.models import (
     OfflineMessage,
 )
 from agents.streams import in_thread
-from agents.tokens import client_for_visitor_token
 from bots import services as bots
 from bots.models import BotEvent
 from config.api_errors import CODES
@@ -45,6 +44,7 @@ from devhooks.models import WidgetChannel
 from devhooks.webhooks.services import set_developer_webhook
 from devhooks.widget import views
 from devhooks.widget.services import create_widget_channel
+from devhooks.widget.tokens import client_for_visitor_token
 from tests.factories import AgentFactory, text
 
 NUL_REFUSED = "a text holds a NUL character or half of a surrogate pair"

@@ -18,7 +18,7 @@ from netaddr import IPSet
 from agents import services
 from agents.models import Agent, Chat, OfflineMessage
 from devhooks.models import IntegrationSettings, WidgetChannel
-from devhooks.webhooks.payloads import GEOIP_FIELDS
+from devhooks.visitor_data import GEOIP_FIELDS
 from devhooks.widget import geoip
 from tests.devhooks.conftest import bodies
 from tests.devhooks.webhooks.schemas import SCHEMAS
