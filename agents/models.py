@@ -166,7 +166,7 @@ class Client(models.Model):
     visitor_number = models.PositiveBigIntegerField(unique=True)
     # What the site knows of the visitor: page, UTM, geoip, user agent, ip.
     visitor_data = models.JSONField(default=dict, blank=True)
-    # The SHA-256 of the visitor's token (agents.tokens.issue_visitor_token):
+    # The SHA-256 of the visitor's token (devhooks.widget.tokens.issue_visitor_token):
     # what the visitor's own browser presents to read its chat.
     visitor_key_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
     # Blacklisted (agents.services.blacklist_client): the client's messages are

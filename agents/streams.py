@@ -1,5 +1,6 @@
-"""Live streams (server-sent events) for agents, and their per-process hub
-(docs/live.md).
+"""Live streams (server-sent events) for agents, and the per-process hub
+that a client's stream uses too (docs/live.md; the widget's visitor stream
+is devhooks/widget/stream.py).
 
 A stream is an async view: while it waits it holds no thread and no database
 connection, only a queue in the process's ``Hub``. The hub hears every live
@@ -8,8 +9,9 @@ by reading the ``LiveEvent`` table twice a second (one query per process, not
 per stream) — and hands each to the streams entitled to it. A reconnecting
 stream sends ``Last-Event-ID`` and is first given what it missed, from the
 table. A stream lives as long as its credential: the hub ends it on an
-access change and re-reads every credential every ``LIVE_ACCESS_SECONDS``;
-a visitor's stream holds expiring slots under the limits of open streams.
+access change and re-reads every credential every ``LIVE_ACCESS_SECONDS``
+(a client's through the check its app hands over, ``set_client_check``);
+a client's stream holds expiring slots under the limits of open streams.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
-import uuid
+import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
@@ -39,10 +41,9 @@ from django.views.decorators.csrf import csrf_exempt
 from agents import leases, live
 from agents.api.parsers import id_from
 from agents.live import as_dict, channel_name
-from agents.models import Agent, ApiToken, Channel, Client, LiveEvent
-from agents.tokens import agent_for_key, client_for_visitor_token
+from agents.models import Agent, ApiToken, Channel, LiveEvent
+from agents.tokens import agent_for_key
 from config.api_errors import error_response, method_not_allowed
-from config.signin import sender
 
 logger = logging.getLogger(__name__)
 
@@ -84,10 +85,11 @@ class Listener:
     # (docs/live.md, "Access"): one of these is set.
     token_hash: str = ""  # the agent API's token
     session_key: str = ""  # the agent page's session
-    visitor_hash: str = ""  # the visitor's token
+    client_credential: str = ""  # the client's, as its app's check reads it
     # The slots it holds under the limits of open streams (agents.leases).
     holder: str = ""
     lease_keys: tuple[str, ...] = ()
+    started: bool = False  # its event stream began (and gives the slots back)
     queue: asyncio.Queue[dict[str, Any] | None] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
     )
@@ -120,7 +122,6 @@ class Hub:
         self.last_id = 0
         self.started = timezone.now()
         self.recent: OrderedDict[int, None] = OrderedDict()
-        self.releasing: set[asyncio.Task[None]] = set()
 
     def add(self, listener: Listener) -> None:
         loop = asyncio.get_running_loop()
@@ -132,18 +133,6 @@ class Hub:
 
     def remove(self, listener: Listener) -> None:
         self.listeners.discard(listener)
-
-    def give_back(self, listener: Listener) -> None:
-        """Free the stream's slots: in a task of its own, as the stream may
-        be ending in a cancelled one (its client went away)."""
-        if not listener.holder:
-            return
-        holder, keys = listener.holder, listener.lease_keys
-        task = asyncio.get_running_loop().create_task(
-            in_thread(lambda: leases.release(holder=holder, keys=keys))
-        )
-        self.releasing.add(task)
-        task.add_done_callback(self.releasing.discard)
 
     async def refresh_channels(self) -> None:
         """Follow changes of who is assigned to which channel (one query for
@@ -311,24 +300,35 @@ def lease_seconds() -> float:
     return 3 * settings.LIVE_ACCESS_SECONDS
 
 
+# Of (client id, credential) pairs, those that still hold. The app that
+# serves a client's stream hands it over in its ``AppConfig.ready()`` (the
+# website widget: a visitor's token); without one, no client's stream holds.
+ClientCheck = Callable[[set[tuple[int, str]]], set[tuple[int, str]]]
+_client_check: ClientCheck = lambda pairs: set()  # noqa: E731
+
+
+def set_client_check(check: ClientCheck) -> None:
+    global _client_check
+    _client_check = check
+
+
 def lapsed(listeners: list[Listener]) -> list[Listener]:
     """The streams whose credential no longer holds: the API token deleted or
     replaced, the agent deactivated, the page's session signed out or its
-    agent's password changed, the visitor blacklisted or its token replaced.
-    A visitor's stream holds while its client row has that token and is not
-    blacklisted, so an erasure that deletes the row or its token ends it too."""
+    agent's password changed, a client's credential refused by its app's
+    check (``set_client_check``)."""
     hashes = {listener.token_hash for listener in listeners if listener.token_hash}
     tokens = set(
         ApiToken.objects.filter(key_hash__in=hashes, agent__is_active=True).values_list(
             "agent_id", "key_hash"
         )
     )
-    clients = {listener.client_id for listener in listeners if listener.client_id is not None}
-    visitors = set(
-        Client.objects.filter(pk__in=clients, blacklisted_at__isnull=True).values_list(
-            "pk", "visitor_key_hash"
-        )
-    )
+    clients = {
+        (listener.client_id, listener.client_credential)
+        for listener in listeners
+        if listener.client_id is not None
+    }
+    holding = _client_check(clients) if clients else set()
     keys = {listener.session_key for listener in listeners if listener.session_key}
     sessions = {key: signed_in_agent_id(key) for key in keys}  # one per session, not per tab
 
@@ -337,7 +337,7 @@ def lapsed(listeners: list[Listener]) -> list[Listener]:
             return (listener.agent_id, listener.token_hash) in tokens
         if listener.session_key:
             return sessions[listener.session_key] == listener.agent_id
-        return (listener.client_id, listener.visitor_hash) in visitors
+        return (listener.client_id, listener.client_credential) in holding
 
     return [listener for listener in listeners if not holds(listener)]
 
@@ -381,6 +381,7 @@ async def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[st
 async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     """The stream: what it missed since ``after`` (or since it opened), then
     each event as it comes, a heartbeat comment when there is none."""
+    listener.started = True  # from here its ``finally`` gives the slots back
     asked = bool(after)
     if not asked:
         after = await in_thread(newest_event_id)
@@ -417,7 +418,7 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
             yield sse(next_event)
     finally:
         hub.remove(listener)
-        hub.give_back(listener)
+        give_back(listener.holder, listener.lease_keys)
 
 
 def last_event_id(request: HttpRequest) -> int:
@@ -425,13 +426,27 @@ def last_event_id(request: HttpRequest) -> int:
     return id_from(raw) or 0
 
 
+class EventStreamResponse(StreamingHttpResponse):
+    """A listener's stream. A client that leaves before the stream begins
+    (while the answer's head is on its way) never runs the stream's
+    ``finally``: its slots are given back when the server closes the answer,
+    or — cancelled before the server had it — when the answer is dropped;
+    not when their lease lapses."""
+
+    def __init__(self, listener: Listener, after: int) -> None:
+        super().__init__(event_stream(listener, after), content_type="text/event-stream")
+        self.listener = listener
+        self["Cache-Control"] = "no-cache, no-store"
+        self["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
+        weakref.finalize(self, give_back_unstarted, listener)
+
+    def close(self) -> None:
+        super().close()
+        give_back_unstarted(self.listener)
+
+
 def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(
-        event_stream(listener, last_event_id(request)), content_type="text/event-stream"
-    )
-    response["Cache-Control"] = "no-cache, no-store"
-    response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
-    return response
+    return EventStreamResponse(listener, last_event_id(request))
 
 
 async def agent_listener(agent: Agent, *, token_hash: str = "", session_key: str = "") -> Listener:
@@ -469,47 +484,42 @@ async def agent_api_stream(request: HttpRequest) -> HttpResponse | StreamingHttp
     return stream_response(await agent_listener(agent, token_hash=token_hash), request)
 
 
-@csrf_exempt  # the token in the path is the credential; GET only
-async def visitor_stream(request: HttpRequest, token: str) -> HttpResponse | StreamingHttpResponse:
-    """``GET /visitor/<token>/stream``: the visitor's own chat — agent and bot
-    messages, the agent's typing, accepted, finished. The token is in the
-    path because a browser's EventSource sends no headers; logs redact it."""
-    if request.method != "GET":
-        return method_not_allowed("GET")
-    client = await in_thread(lambda: client_for_visitor_token(token))
-    if client is None:
-        return error_response(404, "no visitor with this token")
-    limits = visitor_limits(client, request)
-    response: HttpResponse | StreamingHttpResponse
-    if client.blacklisted_at is not None:
-        response = error_response(403, "this visitor may not hold a stream")
-    elif (holder := await take_slots(limits)) is None:
-        response = error_response(429, "too many open streams for this visitor or address")
-        response["Retry-After"] = str(math.ceil(lease_seconds()))
-    else:
-        listener = Listener(
-            client_id=client.pk,
-            visitor_hash=client.visitor_key_hash or "",
-            holder=holder,
-            lease_keys=tuple(limits),
-        )
-        response = stream_response(listener, request)
-    response["Access-Control-Allow-Origin"] = "*"  # the widget runs on the site's origin
-    return response
+# Slots are given back off the event loop, and off a stream's task: it may
+# be ending in a cancelled one (its client went away).
+_releaser = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lease-release")
 
 
-def visitor_limits(client: Client, request: HttpRequest) -> dict[str, int]:
-    """The limits a visitor's stream counts under: its token, and its
-    address (an IPv6 /64), whatever visitor it claims to be."""
-    return {
-        f"stream-visitor:{client.pk}": settings.LIVE_STREAMS_PER_VISITOR,
-        f"stream-address:{sender(request)}": settings.LIVE_STREAMS_PER_ADDRESS,
-    }
+def _release(holder: str, keys: tuple[str, ...]) -> None:
+    try:
+        leases.release(holder=holder, keys=keys)
+    except Exception:  # the lease lapses by itself
+        logger.warning("live.release_failed", exc_info=True)
+    finally:
+        connections.close_all()
 
 
-async def take_slots(limits: dict[str, int]) -> str | None:
-    """A holder of one slot under each limit, or ``None`` when one is full."""
-    holder = uuid.uuid4().hex
+def give_back(holder: str, keys: Iterable[str]) -> None:
+    """Free ``holder``'s slots soon, from any thread, without waiting."""
+    if holder:
+        _releaser.submit(_release, holder, tuple(keys))
+
+
+def give_back_unstarted(listener: Listener) -> None:
+    """Free the slots of a stream that never began (once)."""
+    if not listener.started and listener.holder:
+        holder, listener.holder = listener.holder, ""
+        give_back(holder, listener.lease_keys)
+
+
+async def take_slots(holder: str, limits: dict[str, int]) -> bool:
+    """One slot under each limit for ``holder``, or none when one is full.
+    A request cancelled meanwhile (its client left) gives them back once taken."""
     seconds = lease_seconds()
-    taken = await in_thread(lambda: leases.acquire(holder=holder, limits=limits, seconds=seconds))
-    return holder if taken else None
+    taking = asyncio.ensure_future(
+        in_thread(lambda: leases.acquire(holder=holder, limits=limits, seconds=seconds))
+    )
+    try:
+        return await asyncio.shield(taking)
+    except asyncio.CancelledError:
+        taking.add_done_callback(lambda _: give_back(holder, limits))
+        raise

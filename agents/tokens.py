@@ -1,6 +1,6 @@
-"""Agent API tokens (160 random bits) and visitor tokens (192 random bits),
-stored only as hashes: a lookup by the hash of what the caller sent leaks
-nothing usable through timing."""
+"""Agent API tokens (160 random bits), stored only as hashes: a lookup by the
+hash of what the caller sent leaks nothing usable through timing. (A widget
+visitor's token is the widget's: devhooks/widget/tokens.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import secrets
 
 from django.db import transaction
 
-from agents.models import Agent, ApiToken, Client
+from agents.models import Agent, ApiToken
 
 
 @transaction.atomic
@@ -30,18 +30,3 @@ def agent_for_key(key: str) -> Agent | None:
     if token is None or not token.agent.is_active:
         return None
     return token.agent
-
-
-@transaction.atomic
-def issue_visitor_token(*, client: Client) -> str:
-    """A new token for the client's own browser, replacing any earlier one;
-    returned once. It reads only this client's chat (its live stream)."""
-    key = secrets.token_urlsafe(24)
-    Client.objects.filter(pk=client.pk).update(visitor_key_hash=ApiToken.hash_key(key))
-    return key
-
-
-def client_for_visitor_token(key: str) -> Client | None:
-    if not 16 <= len(key) <= 128:
-        return None
-    return Client.objects.filter(visitor_key_hash=ApiToken.hash_key(key)).first()

@@ -62,8 +62,9 @@ def seed(visitors: int, agents: int) -> dict[str, Any]:
     from agents import services as chats
     from agents.content import Content
     from agents.models import Agent
-    from agents.tokens import issue_token, issue_visitor_token
+    from agents.tokens import issue_token
     from channels_api.services import create_chat_api_channel
+    from devhooks.widget.tokens import issue_visitor_token
 
     world: dict[str, Any] = {"channels": [], "agents": [], "visitors": []}
     for c in range(CHANNELS):

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from agents.pages import addresses as address_pages
 from agents.pages import files as agent_files
-from agents.streams import agent_api_stream, visitor_stream
+from agents.streams import agent_api_stream
 from config import errors
 from config.api_errors import allow_methods
 
@@ -73,7 +73,6 @@ urlpatterns = [
     path("files/<str:token>/thumb/<str:name>", agent_files.thumbnail, name="file-thumb"),
     path("api/agent/v1/", agent_api_root, name="agent-api-root"),
     path("api/agent/v1/stream", agent_api_stream, name="agent-api-stream"),
-    path("visitor/<str:token>/stream", visitor_stream, name="visitor-stream"),
     path("mail/confirm/<str:token>", address_pages.confirm, name="confirm-address"),
     path("api/agent/v1/", include("agents.api.urls")),
     path("", include("channels_api.urls")),

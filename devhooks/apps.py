@@ -7,9 +7,12 @@ class DevhooksConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import demo
-        from devhooks import subscribers
-        from devhooks.demo import seed_demo_crm, seed_demo_widget
+        from devhooks.webhooks import subscribers
+        from devhooks.webhooks.demo import seed_demo_crm
+        from devhooks.widget import stream
+        from devhooks.widget.demo import seed_demo_widget
 
         subscribers.connect()
+        stream.connect()
         demo.register(seed_demo_crm)
         demo.register(seed_demo_widget)

@@ -88,7 +88,7 @@ def _agent_picker(page: str) -> str:
 def test_every_form_that_makes_a_channel_offers_agents_only() -> None:
     from channels_api.models import ChatApiChannel
     from channels_api.services import create_chat_api_channel
-    from devhooks.widgets import create_widget_channel
+    from devhooks.widget.services import create_widget_channel
 
     browser = Browser()
     root = AgentFactory.create(is_staff=True, is_superuser=True, name="Root")

@@ -15,8 +15,8 @@ from agents.models import Agent, Chat, Department, LiveEvent, Message
 from agents.tokens import issue_token
 from bots.models import BotEvent
 from delivery.models import Delivery
-from devhooks import payloads
 from devhooks.models import IntegrationSettings
+from devhooks.webhooks import payloads
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
 from tests.factories import (

@@ -21,15 +21,19 @@ from django.utils import timezone
 
 from agents import live, services
 from agents.models import Agent, ApiToken, Chat, LiveEvent
-from agents.tokens import issue_token, issue_visitor_token, revoke_token
+from agents.tokens import issue_token, revoke_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
+from devhooks.widget.tokens import issue_visitor_token
+from tests.channels_api import conftest as chat_api_fixtures
 from tests.delivery.target import Target
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 from tests.web.server import WebServer
 from tests.worker import Worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+chat_api = chat_api_fixtures.chat_api  # a Chat API channel of ``agent`` (Alice)
 
 
 @dataclass
@@ -111,8 +115,14 @@ def web(django_db_setup: None) -> Iterator[WebServer]:
 
 
 @pytest.fixture
-def alice() -> Agent:
+def agent() -> Agent:
     return AgentFactory.create(name="Alice")
+
+
+@pytest.fixture
+def alice(agent: Agent) -> Agent:
+    """The agent of the Chat API channel ``chat_api`` (tests/channels_api/conftest.py)."""
+    return agent
 
 
 @pytest.fixture
@@ -358,14 +368,6 @@ def post_a2(web: WebServer, chat_api: ChatApiChannel, text: str) -> None:
     path = chat_api.endpoint_url.split("/", 3)[3]
     body = {"sender": {"id": "u-1", "name": "Carla"}, "message": {"type": "text", "text": text}}
     assert requests.post(f"{web.base_url}/{path}", json=body, timeout=10).status_code == 200
-
-
-@pytest.fixture
-def chat_api(alice: Agent) -> ChatApiChannel:
-    channel, _ = create_chat_api_channel(
-        name="App", webhook_url="https://integrator.example/a3", agents=[alice]
-    )
-    return channel
 
 
 def delete_in_the_admin(agent: Agent) -> None:

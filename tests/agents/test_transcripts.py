@@ -25,9 +25,9 @@ from agents.content import Content
 from agents.models import Agent, Chat, Client, ClientAddress, Mail, Message
 from agents.tasks import finish_inactive_chats, send_due_mails
 from agents.transcripts import TranscriptError, send_transcript
-from devhooks import widgets
 from devhooks.models import WidgetChannel
-from devhooks.services import read_accept_reply
+from devhooks.webhooks.services import read_accept_reply
+from devhooks.widget import services as widgets
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
 from tests.factories import (

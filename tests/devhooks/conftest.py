@@ -13,7 +13,7 @@ from agents import services
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department
 from delivery.models import Delivery
 from devhooks.models import IntegrationSettings
-from devhooks.services import set_developer_webhook
+from devhooks.webhooks.services import set_developer_webhook
 
 # The Chat API's and the Bot API's fixtures, for the events they cause.
 from tests.bots.conftest import bot, integrator_server, provider_server  # noqa: F401

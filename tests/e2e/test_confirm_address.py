@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, expect
 
 from agents import services
 from agents.models import Agent, ClientAddress, Mail
-from devhooks import widgets
+from devhooks.widget import services as widgets
 from tests.e2e.test_agent_pages import sign_in
 from tests.limits import forget_rate
 

@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Dialog, Page, expect
 from agents import services as chats
 from agents.models import Agent, Channel, Chat
 from delivery.models import Delivery
-from devhooks.services import PURPOSE, set_developer_webhook
+from devhooks.webhooks.services import PURPOSE, set_developer_webhook
 from tests.delivery.target import Received, Reply, Target
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 from tests.worker import Worker

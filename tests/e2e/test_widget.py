@@ -13,8 +13,8 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from agents import services
 from agents.content import Content
 from agents.models import Agent, Chat
-from devhooks import widgets
 from devhooks.models import WidgetChannel
+from devhooks.widget import services as widgets
 from tests.e2e.host_pages import HostSite, host_site
 from tests.factories import AgentFactory
 

@@ -23,7 +23,7 @@ from agents.content import Content
 from agents.models import Agent, Call, CallbackSettings, Chat, Client, Department, OfflineMessage
 from delivery.models import Delivery
 from devhooks.models import STUB, WidgetChannel
-from devhooks.services import PURPOSE, set_developer_webhook
+from devhooks.webhooks.services import PURPOSE, set_developer_webhook
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import (  # noqa: F401 (fixtures)
     PASSWORD,

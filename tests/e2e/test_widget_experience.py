@@ -28,7 +28,7 @@ from agents.selectors import calls_for_agent
 from bots.services import attach_bot, create_bot_provider
 from delivery.models import Delivery
 from devhooks.models import WidgetChannel
-from devhooks.services import set_developer_webhook
+from devhooks.webhooks.services import set_developer_webhook
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import (  # noqa: F401 (fixtures)
     LIVE,

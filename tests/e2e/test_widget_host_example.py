@@ -18,7 +18,7 @@ import pytest
 import requests
 from django.conf import settings
 
-from devhooks import widgets
+from devhooks.widget import services as widgets
 from tests.e2e.test_widget import CALLBACKS
 from tests.factories import AgentFactory
 from tests.web.server import free_port

@@ -9,7 +9,7 @@ from agents.models import Agent
 from agents.tokens import issue_token
 from bots.services import attach_bot, create_bot_provider
 from channels_api.services import create_chat_api_channel
-from devhooks.widgets import create_widget_channel
+from devhooks.widget.services import create_widget_channel
 
 pytestmark = pytest.mark.django_db
 

@@ -27,9 +27,9 @@ from agents import services as chats
 from agents.models import Agent, Call, Channel, Chat, Client, Department, Message, OfflineMessage
 from delivery.models import Delivery
 from delivery.policies import get_policy
-from devhooks import payloads
 from devhooks.models import EVENTS, IntegrationSettings
-from devhooks.services import POLICY, PURPOSE, set_developer_webhook
+from devhooks.webhooks import payloads
+from devhooks.webhooks.services import POLICY, PURPOSE, set_developer_webhook
 from tests.delivery.target import Reply, Target, drive
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, MessageFactory, text
 from tests.worker import ROOT

@@ -28,9 +28,10 @@ from agents.models import Client
 from agents.streams import newest_event_id
 from config.api_errors import error_response, not_json
 from config.signin import client_address, sender
-from devhooks import widgets
 from devhooks.models import WidgetChannel
-from devhooks.widgets import WidgetError
+from devhooks.widget import selectors
+from devhooks.widget import services as widgets
+from devhooks.widget.services import WidgetError
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def script(request: HttpRequest, widget_id: str) -> HttpResponse:
     of them), cached by browsers for five minutes."""
     if request.method not in ("GET", "HEAD"):
         return _cors(error_response(405, "method not allowed"))
-    if widgets.widget_for(widget_id) is None:
+    if selectors.widget_for(widget_id) is None:
         response = HttpResponse("/* no such widget */", status=404, content_type="text/javascript")
         return _cors(response)
     plain, packed = _script_bytes(SCRIPT.stat().st_mtime)
@@ -85,7 +86,7 @@ class Visit:
 
     def __init__(self, request: HttpRequest, widget: WidgetChannel, body: dict[str, Any]):
         self.request, self.widget, self.body = request, widget, body
-        self.visitor = widgets.visitor_for(widget, body.get("token"))
+        self.visitor = selectors.visitor_for(widget, body.get("token"))
         self.new_token = ""
         self.events_before = 0
 
@@ -126,17 +127,17 @@ Action = Callable[[Visit], dict[str, Any]]
 def _session(visit: Visit) -> dict[str, Any]:
     """On each page load: the widget's settings, and for a returning visitor
     its chat and history (and what this page is)."""
-    answer: dict[str, Any] = {"config": widgets.config_of(visit.widget, visit.visitor)}
+    answer: dict[str, Any] = {"config": selectors.config_of(visit.widget, visit.visitor)}
     if visit.visitor is not None:
         widgets.update_session(visit.visitor, visit.session())
-        answer["visitor"] = widgets.visitor_state(visit.visitor)
+        answer["visitor"] = selectors.visitor_state(visit.visitor)
     else:
         answer["visitor"] = None
     return answer
 
 
 def _visitor(visit: Visit) -> dict[str, Any]:
-    return widgets.visitor_state(visit.client())
+    return selectors.visitor_state(visit.client())
 
 
 def _message(visit: Visit) -> dict[str, Any]:
@@ -164,7 +165,7 @@ def _typing(visit: Visit) -> dict[str, Any]:
 
 def _contact(visit: Visit) -> dict[str, Any]:
     widgets.set_contact(visit.client(), visit.body)
-    return {"contact": widgets.contact_info(visit.client())}
+    return {"contact": selectors.contact_info(visit.client())}
 
 
 def _custom_data(visit: Visit) -> dict[str, Any]:
@@ -193,7 +194,7 @@ def _call(visit: Visit) -> dict[str, Any]:
 
 
 def _callback(visit: Visit) -> dict[str, Any]:
-    return {"reason": widgets.callback_reason(visit.widget, visit.visitor)}
+    return {"reason": selectors.callback_reason(visit.widget, visit.visitor)}
 
 
 def _offline(visit: Visit) -> dict[str, Any]:
@@ -245,7 +246,7 @@ def visitor_api(request: HttpRequest, widget_id: str, action: str) -> HttpRespon
         response["Allow"] = "POST, OPTIONS"
         return _cors(response)
     handler = ACTIONS.get(action)
-    widget = widgets.widget_for(widget_id)
+    widget = selectors.widget_for(widget_id)
     if handler is None or widget is None:
         return _cors(error_response(404, "no such widget or action"))
     body, refusal = _body(request)

@@ -10,9 +10,9 @@ from jsonschema import Draft202012Validator
 from agents import services
 from agents.models import Chat, Department, Message
 from devhooks.models import EVENTS
-from devhooks.services import set_developer_webhook
+from devhooks.webhooks.services import set_developer_webhook
 from tests.devhooks.conftest import Scene, bodies
-from tests.devhooks.schemas import SCHEMAS
+from tests.devhooks.webhooks.schemas import SCHEMAS
 from tests.factories import text
 
 

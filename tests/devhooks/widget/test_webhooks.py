@@ -17,13 +17,13 @@ from netaddr import IPSet
 
 from agents import services
 from agents.models import Agent, Chat, OfflineMessage
-from devhooks import geoip
 from devhooks.models import IntegrationSettings, WidgetChannel
-from devhooks.payloads import GEOIP_FIELDS
-from tests.devhooks import test_widget_api as api
+from devhooks.visitor_data import GEOIP_FIELDS
+from devhooks.widget import geoip
 from tests.devhooks.conftest import bodies
-from tests.devhooks.schemas import SCHEMAS
-from tests.devhooks.test_widget_api import BROWSER, Visitor
+from tests.devhooks.webhooks.schemas import SCHEMAS
+from tests.devhooks.widget import test_api as api
+from tests.devhooks.widget.test_api import BROWSER, Visitor
 from tests.factories import text
 
 pytestmark = pytest.mark.django_db

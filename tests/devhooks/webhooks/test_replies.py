@@ -11,7 +11,7 @@ import pytest
 
 from agents.models import Chat
 from delivery.models import Delivery, DeliveryAttempt
-from devhooks.services import set_developer_webhook
+from devhooks.webhooks.services import set_developer_webhook
 from tests.delivery.target import Reply, Target, drive
 from tests.devhooks.conftest import Scene
 

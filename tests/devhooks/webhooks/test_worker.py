@@ -13,10 +13,10 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from agents.models import Chat
 from delivery.models import Delivery
 from devhooks.models import EVENTS
-from devhooks.services import set_developer_webhook
+from devhooks.webhooks.services import set_developer_webhook
 from tests.delivery.target import Received, Reply, Target
 from tests.devhooks.conftest import Scene
-from tests.devhooks.test_payloads import run_every_event
+from tests.devhooks.webhooks.test_payloads import run_every_event
 from tests.worker import Worker, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

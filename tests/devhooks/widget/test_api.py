@@ -2,7 +2,7 @@
 through Django's test client, as a visitor's browser calls them: JSON sent
 as ``text/plain`` (a CORS simple request), the visitor's token in the body.
 
-The developer webhooks these requests cause are in test_widget_webhooks.py.
+The developer webhooks these requests cause are in test_webhooks.py.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from agents.models import (
     OfflineMessage,
 )
 from agents.streams import in_thread
-from agents.tokens import client_for_visitor_token
 from bots import services as bots
 from bots.models import BotEvent
 from config.api_errors import CODES
-from devhooks import views
 from devhooks.models import WidgetChannel
-from devhooks.services import set_developer_webhook
-from devhooks.widgets import create_widget_channel
+from devhooks.webhooks.services import set_developer_webhook
+from devhooks.widget import views
+from devhooks.widget.services import create_widget_channel
+from devhooks.widget.tokens import client_for_visitor_token
 from tests.factories import AgentFactory, text
 
 NUL_REFUSED = "a text holds a NUL character or half of a surrogate pair"

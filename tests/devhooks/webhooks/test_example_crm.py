@@ -16,9 +16,9 @@ from django.conf import settings
 
 from agents import services
 from delivery.models import Delivery
-from devhooks.demo import seed_demo_crm
 from devhooks.models import IntegrationSettings
-from devhooks.services import set_developer_webhook
+from devhooks.webhooks.demo import seed_demo_crm
+from devhooks.webhooks.services import set_developer_webhook
 from tests.delivery.target import drive
 from tests.devhooks.conftest import Scene
 from tests.web.server import free_port

@@ -20,8 +20,10 @@ from agents.models import Agent, Chat, Client, LiveEvent, Mail, Message, Offline
 from agents.tokens import issue_token
 from bots.models import BotEvent
 from delivery.models import Delivery
-from devhooks import payloads, widgets
 from devhooks.models import IntegrationSettings
+from devhooks.webhooks import payloads
+from devhooks.widget import selectors
+from devhooks.widget import services as widgets
 from tests.bots.conftest import BotSetup
 from tests.channels_api.conftest import Integrator
 from tests.devhooks.conftest import Scene, bodies
@@ -133,12 +135,12 @@ def test_a_blacklisted_widget_visitor_sees_an_offline_chat(agent: Agent) -> None
     widget = widgets.create_widget_channel(name="Site", agent_emails=[agent.email])
     visitor, _token = widgets.new_visitor(widget, {})
     message = widgets.send_message(widget, visitor, "hi")
-    assert widgets.config_of(widget, visitor)["mode"] == "online"
+    assert selectors.config_of(widget, visitor)["mode"] == "online"
 
     services.blacklist_client(chat=message.chat)
     visitor.refresh_from_db()
 
-    assert widgets.config_of(widget, visitor)["mode"] == "offline"
+    assert selectors.config_of(widget, visitor)["mode"] == "offline"
     kept = widgets.send_message(widget, visitor, "hello?")
     assert kept.chat_id == message.chat_id and kept.payload["blacklisted"] is True
 

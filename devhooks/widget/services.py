@@ -1,5 +1,6 @@
 """The website widget's verbs: widget channels, and what a visitor's browser
-asks for through ``window.svc_api`` (docs/widget.md).
+changes through ``window.svc_api`` (docs/widget.md); its reads are in
+devhooks/widget/selectors.py.
 
 A visitor is a ``Client`` of the widget's channel, created the first time the
 browser needs one (a message, a contact form, ``getVisitorNumber``…), and
@@ -21,25 +22,21 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q
 
-from agents import selectors
 from agents import services as chats
 from agents.api.parsers import id_from
 from agents.content import Content
-from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
-from agents.streams import newest_event_id
-from agents.tokens import client_for_visitor_token, issue_visitor_token
-from devhooks import geoip
 from devhooks.models import IntegrationSettings, WidgetChannel
-from devhooks.payloads import UTM_FIELDS
-from devhooks.services import clean_custom_data
+from devhooks.visitor_data import UTM_FIELDS, clean_custom_data
+from devhooks.widget import geoip
+from devhooks.widget.selectors import current_chat
+from devhooks.widget.tokens import issue_visitor_token
 
 logger = logging.getLogger(__name__)
 
 MAX_MESSAGE = 1000  # as a Chat API message: the rest is cut (spec, Limits)
 MAX_CUSTOM_FIELDS = 10
 MAX_USER_TOKEN = 255
-HISTORY = 200  # messages a returning visitor sees
 CONTACT_LIMITS = {"name": 255, "email": 255, "phone": 100, "description": 4000}
 
 
@@ -54,8 +51,6 @@ class WidgetError(Exception):
 
 # The pre-chat form's fields, as the visitor's refusal names them.
 PRECHAT_FIELDS = {"name": "name", "email": "e-mail address", "phone": "phone number"}
-# What the visitor reads after its first message, unless the channel says otherwise.
-WAITING_TEXT = "An agent will answer shortly."
 
 
 @transaction.atomic
@@ -117,50 +112,7 @@ def _prechat_asks(prechat: Mapping[str, str]) -> dict[str, str]:
     return dict(prechat)
 
 
-def widget_for(widget_id: str) -> WidgetChannel | None:
-    """The active widget with this id, or None."""
-    if not 1 <= len(widget_id) <= 32:
-        return None
-    return (
-        WidgetChannel.objects.select_related("channel")
-        .filter(channel__public_id=widget_id, channel__is_active=True)
-        .first()
-    )
-
-
-def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, Any]:
-    """What the script needs before the visitor opens it."""
-    channel = widget.channel
-    reason = chats.callback_unavailable_reason(channel=channel, client=client)
-    return {
-        "widget_id": widget.widget_id,
-        "title": widget.title,
-        "color": widget.color,
-        "color2": widget.color2,
-        # A blacklisted visitor sees an offline chat (docs/transcripts.md).
-        "mode": "online"
-        if selectors.agents_online(channel=channel) and not (client and client.is_blacklisted)
-        else "offline",
-        "offline_form": widget.offline_form,
-        "waiting_text": widget.waiting_text or WAITING_TEXT,
-        "prechat": widget.prechat,
-        "callback": {"enabled": not reason, "reason": reason},
-        "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
-        "rules": widget.rules if isinstance(widget.rules, dict) else {},
-    }
-
-
 # --- visitors -----------------------------------------------------------------
-
-
-def visitor_for(widget: WidgetChannel, token: Any) -> Client | None:
-    """The visitor of this widget whose browser holds ``token``, or None."""
-    if not isinstance(token, str):
-        return None
-    client = client_for_visitor_token(token)
-    if client is None or client.channel_id != widget.channel_id:
-        return None
-    return client
 
 
 def session_data(request_meta: Mapping[str, Any], landing_url: Any, page: Any) -> dict[str, Any]:
@@ -230,61 +182,6 @@ def update_session(client: Client, session: Mapping[str, Any]) -> None:
     if data != client.visitor_data:
         client.visitor_data = data
         client.save(update_fields=["visitor_data"])
-
-
-def current_chat(client: Client) -> Chat | None:
-    """The visitor's open chat, else its last one (for the rating)."""
-    return client.chats.order_by("-created", "-id").first()
-
-
-def visitor_state(client: Client) -> dict[str, Any]:
-    """What a returning browser shows: contact, number, the chat and its history."""
-    # The event id first: a message committed between the two reads is then
-    # in the history or in the stream's replay, perhaps both (the widget
-    # shows each message once), never in neither.
-    last_event_id = newest_event_id()
-    chat = current_chat(client)
-    messages: list[dict[str, Any]] = []
-    if chat is not None:
-        shown = chat.messages.select_related("agent").filter(author__in=CLIENT_VISIBLE_AUTHORS)
-        messages = [message_data(m) for m in shown.order_by("-created", "-id")[:HISTORY]][::-1]
-    return {
-        "visitor_number": client.visitor_number,
-        "contact": contact_info(client),
-        "chat": chat_data(chat),
-        "messages": messages,
-        "last_event_id": last_event_id,
-    }
-
-
-def chat_data(chat: Chat | None) -> dict[str, Any] | None:
-    if chat is None:
-        return None
-    joined = Chat.agents.through.objects.filter(chat=chat).select_related("agent")
-    last = joined.order_by("-id").first()
-    agent = last.agent if last else None
-    return {
-        "id": chat.pk,
-        "state": chat.state,
-        "rating": chat.rating,
-        "agent_name": agent.name if agent else "",
-    }
-
-
-def contact_info(client: Client | None) -> dict[str, str | None]:
-    """``getContactInfo()``: what is known, ``None`` for what is not."""
-
-    def known(value: str) -> str | None:
-        return value or None
-
-    if client is None:
-        return {"client_name": None, "email": None, "phone": None, "description": None}
-    return {
-        "client_name": known(client.name),
-        "email": known(client.email),
-        "phone": known(client.phone),
-        "description": known(client.description),
-    }
 
 
 def _string(fields: Mapping[str, Any], name: str) -> str:
@@ -447,10 +344,6 @@ def start_call(widget: WidgetChannel, client: Client, phone: Any) -> None:
         chats.request_callback(channel=widget.channel, phone=phone, client=client)
     except chats.ServiceError as error:
         raise WidgetError(error.message) from None
-
-
-def callback_reason(widget: WidgetChannel, client: Client | None) -> str:
-    return chats.callback_unavailable_reason(channel=widget.channel, client=client)
 
 
 def send_offline_message(

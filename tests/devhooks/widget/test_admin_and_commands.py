@@ -15,9 +15,9 @@ from django.test import Client as Browser
 from django.urls import reverse
 
 from agents.models import Agent, CallbackSettings, Channel, Department
-from devhooks.demo import WIDGET_NAME, WIDGET_RULES
 from devhooks.models import STUB, WidgetChannel
-from devhooks.widgets import WidgetError, create_widget_channel
+from devhooks.widget.demo import WIDGET_NAME, WIDGET_RULES
+from devhooks.widget.services import WidgetError, create_widget_channel
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,17 +4,17 @@ downloads them before the visitor opens the widget, at most 30 KB gzipped."""
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 from django.test import Client
 
-from devhooks import widgets
+from devhooks.widget import services as widgets
+from tests.worker import ROOT
 
 pytestmark = pytest.mark.django_db
 
 BUDGET = 30 * 1024
-SCRIPT = Path(__file__).resolve().parents[2] / "static" / "widget" / "widget.js"
+SCRIPT = ROOT / "static" / "widget" / "widget.js"
 
 
 def test_the_script_with_its_styles_is_within_the_budget_as_served(client: Client) -> None:

@@ -20,6 +20,7 @@ from agents.models import Chat
 from delivery import services as delivery
 from delivery.models import Delivery
 from devhooks.models import EVENTS, IntegrationSettings
+from devhooks.visitor_data import clean_custom_data, drop_foreign_links, limited, safe_link
 
 PURPOSE = "devhook"
 POLICY = "devhook"
@@ -28,13 +29,7 @@ logger = logging.getLogger(__name__)
 
 LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 DOMAIN = re.compile(rf"(?=.{{1,253}}$)({LABEL}\.)*{LABEL}")
-# Anything that reads as a link in a text: a scheme, or www.
-# No word boundary before it: "_https://…" and "1www.…" are links to an eye too.
-LINK_IN_TEXT = re.compile(r"(?i)(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+")
-
-# What a CRM answer may hold, at most; contact fields as the client's columns.
-MAX_FIELDS = 50
-MAX_TEXT = 1000
+# What a CRM answer may hold, at most: contact fields as the client's columns.
 CONTACT_LIMITS = {"name": 255, "phone": 100, "email": 255}
 
 
@@ -142,50 +137,7 @@ def send(
     )
 
 
-# --- Safe URL and the chat_accepted answer -----------------------------------
-
-
-def _string(value: Any, limit: int = MAX_TEXT) -> str:
-    return value[:limit] if isinstance(value, str) else ""
-
-
-def drop_foreign_links(text: str, config: IntegrationSettings) -> str:
-    """``text`` without the links Safe URL does not allow."""
-    if not config.safe_url:
-        return text
-    return LINK_IN_TEXT.sub(
-        lambda found: found.group(0) if config.link_allowed(_as_url(found.group(0))) else "",
-        text,
-    )
-
-
-def _as_url(link: str) -> str:
-    return link if "://" in link else f"http://{link}"
-
-
-def safe_link(url: Any, config: IntegrationSettings) -> str:
-    """``url`` when it may be shown as a link, else ``""``."""
-    url = _string(url)
-    return url if url and config.link_allowed(url) else ""
-
-
-def clean_custom_data(items: Any, config: IntegrationSettings) -> list[dict[str, str]]:
-    """Custom data fields as the agent's panel shows them: strings only (the
-    page escapes them), links kept only where Safe URL allows."""
-    if not isinstance(items, list):
-        return []
-    fields = []
-    for item in items[:MAX_FIELDS]:
-        if not isinstance(item, dict):
-            continue
-        field = {
-            name: drop_foreign_links(_string(item.get(name)), config)
-            for name in ("title", "content", "key")
-        }
-        field["link"] = safe_link(item.get("link"), config)
-        if any(field.values()):
-            fields.append(field)
-    return fields
+# --- the chat_accepted answer, through Safe URL --------------------------------
 
 
 def read_accept_reply(chat: Chat, reply: Any) -> bool:
@@ -208,13 +160,13 @@ def read_accept_reply(chat: Chat, reply: Any) -> bool:
         contact_info={
             field: value
             for field, limit in CONTACT_LIMITS.items()
-            if (value := drop_foreign_links(_string(contact.get(field), limit), config).strip())
+            if (value := drop_foreign_links(limited(contact.get(field), limit), config).strip())
         },
         crm_link=safe_link(reply.get("crm_link"), config),
         enable_assign=reply.get("enable_assign") is True,
         page={
             "url": safe_link(page.get("url"), config),
-            "title": drop_foreign_links(_string(page.get("title")), config),
+            "title": drop_foreign_links(limited(page.get("title")), config),
         },
     )
     return True

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from devhooks.payloads import GEOIP_FIELDS
+from devhooks.visitor_data import GEOIP_FIELDS
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from agents import services as chats
 from agents.models import Agent, Call, Chat, OfflineMessage
 from delivery import handlers
 from delivery.models import Delivery
-from devhooks import payloads, services
+from devhooks.webhooks import payloads, services
 
 CHAT_FIELDS = ("channel", "client", "department")
 

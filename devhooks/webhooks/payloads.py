@@ -14,18 +14,7 @@ from typing import Any
 from agents import selectors
 from agents.content import MEDIA_TYPES
 from agents.models import Agent, Call, Channel, Chat, Client, Message, OfflineMessage
-
-GEOIP_FIELDS = (
-    "region_code",
-    "country",
-    "country_code",
-    "region",
-    "city",
-    "latitude",
-    "longitude",
-    "organization",
-)
-UTM_FIELDS = ("source", "campaign", "content", "medium", "term")
+from devhooks.visitor_data import GEOIP_FIELDS, UTM_FIELDS
 
 
 def _text(value: Any) -> str:

@@ -1,0 +1,121 @@
+"""The website widget's reads: the widget of a script or request, the
+visitor of a token, what the script shows before the visitor opens it, and
+what a returning browser shows (docs/widget.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import selectors
+from agents import services as chats
+from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
+from agents.models import Chat, Client
+from agents.streams import newest_event_id
+from devhooks.models import WidgetChannel
+from devhooks.widget.tokens import client_for_visitor_token
+
+HISTORY = 200  # messages a returning visitor sees
+# What the visitor reads after its first message, unless the channel says otherwise.
+WAITING_TEXT = "An agent will answer shortly."
+
+
+def widget_for(widget_id: str) -> WidgetChannel | None:
+    """The active widget with this id, or None."""
+    if not 1 <= len(widget_id) <= 32:
+        return None
+    return (
+        WidgetChannel.objects.select_related("channel")
+        .filter(channel__public_id=widget_id, channel__is_active=True)
+        .first()
+    )
+
+
+def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, Any]:
+    """What the script needs before the visitor opens it."""
+    channel = widget.channel
+    reason = chats.callback_unavailable_reason(channel=channel, client=client)
+    return {
+        "widget_id": widget.widget_id,
+        "title": widget.title,
+        "color": widget.color,
+        "color2": widget.color2,
+        # A blacklisted visitor sees an offline chat (docs/transcripts.md).
+        "mode": "online"
+        if selectors.agents_online(channel=channel) and not (client and client.is_blacklisted)
+        else "offline",
+        "offline_form": widget.offline_form,
+        "waiting_text": widget.waiting_text or WAITING_TEXT,
+        "prechat": widget.prechat,
+        "callback": {"enabled": not reason, "reason": reason},
+        "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
+        "rules": widget.rules if isinstance(widget.rules, dict) else {},
+    }
+
+
+def visitor_for(widget: WidgetChannel, token: Any) -> Client | None:
+    """The visitor of this widget whose browser holds ``token``, or None."""
+    if not isinstance(token, str):
+        return None
+    client = client_for_visitor_token(token)
+    if client is None or client.channel_id != widget.channel_id:
+        return None
+    return client
+
+
+def current_chat(client: Client) -> Chat | None:
+    """The visitor's open chat, else its last one (for the rating)."""
+    return client.chats.order_by("-created", "-id").first()
+
+
+def visitor_state(client: Client) -> dict[str, Any]:
+    """What a returning browser shows: contact, number, the chat and its history."""
+    # The event id first: a message committed between the two reads is then
+    # in the history or in the stream's replay, perhaps both (the widget
+    # shows each message once), never in neither.
+    last_event_id = newest_event_id()
+    chat = current_chat(client)
+    messages: list[dict[str, Any]] = []
+    if chat is not None:
+        shown = chat.messages.select_related("agent").filter(author__in=CLIENT_VISIBLE_AUTHORS)
+        messages = [message_data(m) for m in shown.order_by("-created", "-id")[:HISTORY]][::-1]
+    return {
+        "visitor_number": client.visitor_number,
+        "contact": contact_info(client),
+        "chat": chat_data(chat),
+        "messages": messages,
+        "last_event_id": last_event_id,
+    }
+
+
+def chat_data(chat: Chat | None) -> dict[str, Any] | None:
+    if chat is None:
+        return None
+    joined = Chat.agents.through.objects.filter(chat=chat).select_related("agent")
+    last = joined.order_by("-id").first()
+    agent = last.agent if last else None
+    return {
+        "id": chat.pk,
+        "state": chat.state,
+        "rating": chat.rating,
+        "agent_name": agent.name if agent else "",
+    }
+
+
+def contact_info(client: Client | None) -> dict[str, str | None]:
+    """``getContactInfo()``: what is known, ``None`` for what is not."""
+
+    def known(value: str) -> str | None:
+        return value or None
+
+    if client is None:
+        return {"client_name": None, "email": None, "phone": None, "description": None}
+    return {
+        "client_name": known(client.name),
+        "email": known(client.email),
+        "phone": known(client.phone),
+        "description": known(client.description),
+    }
+
+
+def callback_reason(widget: WidgetChannel, client: Client | None) -> str:
+    return chats.callback_unavailable_reason(channel=widget.channel, client=client)
