@@ -1,7 +1,7 @@
 """The conversation core: agents, channels, clients, chats and their messages.
 
 Fields, constraints and small derived properties only; every state change
-lives in ``agents/services.py``.
+lives in ``agents/services/``.
 """
 
 from __future__ import annotations
