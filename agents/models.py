@@ -330,7 +330,7 @@ class Chat(models.Model):
 
 class Message(models.Model):
     # The payload key of what a blacklisted client wrote after the blacklisting
-    # (agents.services._keep_blacklisted_message): kept, for no agent's eyes,
+    # (agents.services.chats._keep_blacklisted_message): kept, for no agent's eyes,
     # flagged in chat_finished's log.
     BLACKLISTED: ClassVar[str] = "blacklisted"
 
