@@ -1,7 +1,7 @@
 """The conversation core: agents, channels, clients, chats and their messages.
 
 Fields, constraints and small derived properties only; every state change
-lives in ``agents/services.py``.
+lives in ``agents/services/``.
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ class Chat(models.Model):
 
 class Message(models.Model):
     # The payload key of what a blacklisted client wrote after the blacklisting
-    # (agents.services._keep_blacklisted_message): kept, for no agent's eyes,
+    # (agents.services.chats._keep_blacklisted_message): kept, for no agent's eyes,
     # flagged in chat_finished's log.
     BLACKLISTED: ClassVar[str] = "blacklisted"
 

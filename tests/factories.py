@@ -9,7 +9,7 @@ from factory.django import DjangoModelFactory
 from agents import addresses
 from agents.content import Content
 from agents.models import Agent, Channel, Chat, Client, Message
-from agents.services import _next_visitor_number
+from agents.services.clients import _next_visitor_number
 
 
 class AgentFactory(DjangoModelFactory[Agent]):

@@ -1,0 +1,448 @@
+"""A chat's life: opened by a client's message, queued, accepted, written
+in, transferred, finished; a blacklisted client's messages kept aside."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agents import events, routing
+from agents.content import Content
+from agents.models import Agent, Chat, ChatSeen, Client, Department, Message
+from agents.services.errors import InvalidState, ServiceError
+from agents.services.locks import _lock, _lock_client, _open_chat_of
+
+
+@transaction.atomic
+def open_chat(
+    *, client: Client, state: str = Chat.State.QUEUED, department: Department | None = None
+) -> Chat:
+    """Open a chat for ``client``, with the bot (BOT) or straight in the queue."""
+    if state not in (Chat.State.BOT, Chat.State.QUEUED):
+        raise InvalidState(f"a chat opens in state bot or queued, not {state}")
+    if _open_chat_of(client) is not None:
+        raise InvalidState("the client already has an open chat")
+    now = timezone.now()
+    chat = Chat.objects.create(
+        channel=client.channel,
+        client=client,
+        state=state,
+        department=department,
+        created=now,
+        queued_at=now if state == Chat.State.QUEUED else None,
+    )
+    events.publish(events.ChatOpened(chat_id=chat.pk, state=state))
+    return chat
+
+
+def _open_or_join(client: Client, state: str, department: Department | None = None) -> Chat:
+    """Open the client's chat; when a concurrent first message opened it just
+    now (the partial unique constraint says so), join that one."""
+    try:
+        with transaction.atomic():
+            return open_chat(client=client, state=state, department=department)
+    except IntegrityError:
+        chat = _open_chat_of(client)
+        if chat is None:
+            raise
+        return chat
+
+
+@transaction.atomic
+def post_client_message(
+    *,
+    client: Client,
+    content: Content,
+    external_id: str = "",
+    open_state: str | None = None,
+    department: Department | None = None,
+) -> Message:
+    """Store a client's message, opening a chat when the client has none open.
+
+    A new chat opens with the bot when the channel has one (``agents.routing``),
+    else in the queue; ``open_state`` overrides that. ``department`` is the
+    one the client chose, for a chat it opens.
+    """
+    # Read under the client's lock: a blacklisting that commits meanwhile is
+    # seen here, not after this message opened a chat.
+    blacklisted_at = _lock_client(client.pk)
+    if blacklisted_at is not None:
+        client.blacklisted_at = blacklisted_at
+        return _keep_blacklisted_message(client, content, external_id)
+    chat = _open_chat_of(client, lock=True)
+    if chat is None:
+        if open_state is None:
+            opens_with_bot = routing.opens_with_bot(client.channel)
+            open_state = Chat.State.BOT if opens_with_bot else Chat.State.QUEUED
+        chat = _open_or_join(client, open_state, department)
+    message = Message.objects.create(
+        chat=chat,
+        author=Message.Author.CLIENT,
+        type=content.type,
+        text=content.text,
+        payload=content.payload,
+        external_id=external_id,
+    )
+    Chat.objects.filter(pk=chat.pk).update(
+        client_typing_until=None, last_message_at=message.created
+    )
+    events.publish(
+        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=message.author)
+    )
+    return message
+
+
+def _keep_blacklisted_message(client: Client, content: Content, external_id: str) -> Message:
+    """A blacklisted client's message: kept in the chat where the client was
+    blacklisted (flagged ``blacklisted``), seen by no agent, bot or webhook.
+    A client blacklisted with no chat (an admin's doing) gets a finished one
+    to keep it in, announced to nobody."""
+    chat = client.chats.order_by("-created", "-id").first()
+    if chat is None or chat.is_open:  # an open one is the agents': never theirs to see
+        now = timezone.now()
+        chat = Chat.objects.create(
+            channel=client.channel,
+            client=client,
+            state=Chat.State.FINISHED,
+            blacklisted=True,
+            created=now,
+            finished_at=now,
+        )
+    return Message.objects.create(
+        chat=chat,
+        author=Message.Author.CLIENT,
+        type=content.type,
+        text=content.text,
+        payload={**content.payload, Message.BLACKLISTED: True},
+        external_id=external_id,
+    )
+
+
+@transaction.atomic
+def queue_chat(*, chat: Chat, reason: str) -> Chat:
+    """Hand a bot chat to the agents (INVITE_AGENT, bot unreachable)."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.BOT:
+        raise InvalidState(f"only a chat with the bot can be queued, this one is {chat.state}")
+    chat.state = Chat.State.QUEUED
+    chat.queued_at = timezone.now()
+    chat.save(update_fields=["state", "queued_at"])
+    events.publish(events.ChatQueued(chat_id=chat.pk, reason=reason))
+    return chat
+
+
+@transaction.atomic
+def return_chat_to_bot(*, chat: Chat, reason: str) -> Chat:
+    """A queued chat goes back to the bot (no agent of the channel is online)."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.QUEUED:
+        raise InvalidState(f"only a queued chat can go back to the bot, this one is {chat.state}")
+    chat.state = Chat.State.BOT
+    chat.queued_at = None
+    chat.save(update_fields=["state", "queued_at"])
+    events.publish(events.ChatReturnedToBot(chat_id=chat.pk, reason=reason))
+    return chat
+
+
+@transaction.atomic
+def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
+    """The agent's Reply: a queued (or bot) chat becomes ACTIVE with this agent."""
+    chat = _lock(chat)
+    if chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists():
+        return chat  # pressing Reply twice changes nothing
+    if chat.state not in (Chat.State.QUEUED, Chat.State.BOT):
+        raise InvalidState(f"the chat is {chat.state} and cannot be accepted")
+    chat.state = Chat.State.ACTIVE
+    chat.accepted_at = timezone.now()
+    chat.save(update_fields=["state", "accepted_at"])
+    chat.agents.add(agent)
+    events.publish(events.ChatAccepted(chat_id=chat.pk, agent_id=agent.pk))
+    return chat
+
+
+def _post(
+    chat: Chat, author: str, content: Content, agent: Agent | None = None, sender_name: str = ""
+) -> Message:
+    message = Message.objects.create(
+        chat=chat,
+        author=author,
+        agent=agent,
+        sender_name=sender_name,
+        type=content.type,
+        text=content.text,
+        payload=content.payload,
+    )
+    Chat.objects.filter(pk=chat.pk).update(last_message_at=message.created)
+    events.publish(events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author))
+    return message
+
+
+@transaction.atomic
+def mark_chat_seen(*, agent: Agent, chat: Chat, message_id: int) -> None:
+    """``agent`` has read ``chat`` up to ``message_id``: the lists count only
+    what comes after it. Never moves back (an older page's poll)."""
+    seen, _ = ChatSeen.objects.get_or_create(agent=agent, chat=chat)
+    ChatSeen.objects.filter(pk=seen.pk, last_seen_message_id__lt=message_id).update(
+        last_seen_message_id=message_id
+    )
+
+
+@transaction.atomic
+def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message:
+    chat = _lock(chat)
+    if chat.state != Chat.State.ACTIVE:
+        raise InvalidState(f"the chat is {chat.state}: press Reply before writing")
+    if not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("the chat was accepted by another agent")
+    if chat.agent_typing_until is not None:
+        Chat.objects.filter(pk=chat.pk).update(agent_typing_until=None)
+    return _post(chat, Message.Author.AGENT, content, agent)
+
+
+NOTE_LIMIT = 4000
+
+
+@transaction.atomic
+def post_note(*, chat: Chat, agent: Agent, text: str) -> Message:
+    """An internal note: for the agents of the chat's channel only, in any
+    state of the chat; never sent to the client, a bot or a webhook (each of
+    them sends only the authors it knows, and ``note`` is none of them)."""
+    text = text.strip()
+    if not text or len(text) > NOTE_LIMIT:
+        raise ServiceError(f"write a note of up to {NOTE_LIMIT} characters first")
+    chat = _lock(chat)
+    return _post(chat, Message.Author.NOTE, Content("text", text, {}), agent)
+
+
+def transfer_target(
+    *, chat: Chat, agent_id: int | None = None, department_id: int | None = None
+) -> tuple[Agent | None, Department | None]:
+    """The agent or department a transfer names by id. Only the chat's
+    channel's agents are looked up: an id of nobody and one of another
+    channel's agent get the same answer."""
+    to_agent = department = None
+    if agent_id is not None:
+        to_agent = chat.channel.agents.filter(pk=agent_id).first()
+        if to_agent is None:
+            raise ServiceError("that agent does not answer this channel")
+    if department_id is not None:
+        department = Department.objects.filter(pk=department_id).first()
+        if department is None:
+            raise ServiceError("no such department")
+    return to_agent, department
+
+
+@transaction.atomic
+def transfer_chat(
+    *,
+    chat: Chat,
+    agent: Agent,
+    to_agent: Agent | None = None,
+    department: Department | None = None,
+    note: str = "",
+) -> Chat:
+    """Hand my active chat to another online agent of its channel (it stays
+    active, now theirs) or to a department (it goes back to the queue with
+    that department). The note is an internal note for whoever takes it; a
+    system note says who handed it to whom. The client is not interrupted:
+    nothing is sent to it, its integrator, a bot or a webhook."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("only the agent answering an active chat can transfer it")
+    if (to_agent is None) == (department is None):
+        raise ServiceError("choose one agent or one department to transfer the chat to")
+    note = note.strip()[:NOTE_LIMIT]
+    now = timezone.now()
+    if to_agent is not None:
+        if to_agent.pk == agent.pk:
+            raise ServiceError("the chat is already yours")
+        colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
+        if colleague is None:  # not named: the agent may not know who that is
+            raise ServiceError("that agent does not answer this channel")
+        if not colleague.is_online:
+            raise ServiceError(f"{colleague.name} is offline: choose an online agent")
+        chat.agents.set([to_agent])
+        told = f"{agent.name} transferred the chat to {to_agent.name}."
+    else:
+        assert department is not None
+        chat.agents.clear()
+        chat.state = Chat.State.QUEUED
+        chat.queued_at = now
+        chat.department = department
+        told = f"{agent.name} transferred the chat to the {department.name} department."
+    chat.transferred_at, chat.transferred_by, chat.transfer_note = now, agent, note
+    chat.agent_typing_until = None
+    chat.save(
+        update_fields=[
+            "state", "queued_at", "department", "transferred_at", "transferred_by",
+            "transfer_note", "agent_typing_until",
+        ]
+    )  # fmt: skip
+    # The system note names its agent: chat_finished's ``agents`` still lists
+    # whoever handed the chat on (docs/webhooks.md).
+    _post(chat, Message.Author.SYSTEM, Content("text", told, {}), agent)
+    if note:
+        _post(chat, Message.Author.NOTE, Content("text", note, {}), agent)
+    events.publish(
+        events.ChatTransferred(
+            chat_id=chat.pk,
+            from_agent_id=agent.pk,
+            to_agent_id=to_agent.pk if to_agent else None,
+            department_id=department.pk if department else None,
+        )
+    )
+    return chat
+
+
+@transaction.atomic
+def post_bot_message(*, chat: Chat, content: Content, sender_name: str = "") -> Message:
+    """A bot's answer; ``sender_name`` is the name the client and agents see."""
+    chat = _lock(chat)
+    if chat.state != Chat.State.BOT:
+        raise InvalidState(f"the chat is {chat.state}: only a chat with the bot takes its messages")
+    return _post(chat, Message.Author.BOT, content, sender_name=sender_name)
+
+
+@transaction.atomic
+def post_system_message(*, chat: Chat, text: str) -> Message:
+    return _post(chat, Message.Author.SYSTEM, Content("text", text, {}))
+
+
+@transaction.atomic
+def set_client_typing(*, chat: Chat, typing: bool) -> Chat:
+    """typein / typeout from the client; typing expires after TYPING_TTL_SECONDS."""
+    until = timezone.now() + timedelta(seconds=settings.TYPING_TTL_SECONDS) if typing else None
+    Chat.objects.filter(pk=chat.pk).update(client_typing_until=until)
+    chat.client_typing_until = until
+    events.publish(events.TypingChanged(chat_id=chat.pk, who="client", typing=typing))
+    return chat
+
+
+@transaction.atomic
+def set_agent_typing(*, chat: Chat, agent: Agent, typing: bool) -> Chat:
+    chat = _lock(chat)
+    if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
+        raise InvalidState("typing is sent only in an active chat of yours")
+    until = timezone.now() + timedelta(seconds=settings.TYPING_TTL_SECONDS) if typing else None
+    chat.agent_typing_until = until
+    chat.save(update_fields=["agent_typing_until"])
+    events.publish(
+        events.TypingChanged(chat_id=chat.pk, who="agent", typing=typing, agent_id=agent.pk)
+    )
+    return chat
+
+
+@transaction.atomic
+def finish_chat(*, chat: Chat, agent: Agent | None = None, idle: bool = False) -> Chat:
+    """Finish ``chat``: by ``agent``, by the system, or by the idle timer (``idle``)."""
+    chat = _lock(chat)
+    if not chat.is_open:
+        raise InvalidState("the chat is already finished")
+    other_agents_chat = (
+        agent is not None
+        and chat.state == Chat.State.ACTIVE
+        and not chat.agents.filter(pk=agent.pk).exists()
+    )
+    if other_agents_chat:
+        raise InvalidState("the chat was accepted by another agent")
+    chat.state = Chat.State.FINISHED
+    chat.finished_at = timezone.now()
+    chat.client_typing_until = None
+    chat.agent_typing_until = None
+    chat.save(update_fields=["state", "finished_at", "client_typing_until", "agent_typing_until"])
+    events.publish(
+        events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None, idle=idle)
+    )
+    return chat
+
+
+@transaction.atomic
+def finish_idle_chat(*, chat: Chat, idle_since: datetime) -> bool:
+    """Finish ``chat`` if it is open and nothing was written in it since ``idle_since``.
+
+    Checked under the chat's lock, so a message that just arrived keeps it open.
+    """
+    chat = _lock(chat)
+    last = chat.messages.order_by("-created").values_list("created", flat=True).first()
+    if not chat.is_open or (last or chat.created) >= idle_since:
+        return False
+    finish_chat(chat=chat, idle=True)
+    return True
+
+
+@transaction.atomic
+def rate_chat(*, chat: Chat, rating: str) -> Chat:
+    """The client's verdict: positive, negative, or "" for none."""
+    if rating not in ("", *Chat.Rating.values):
+        raise ServiceError("rating must be positive, negative or empty")
+    Chat.objects.filter(pk=chat.pk).update(rating=rating)
+    chat.rating = rating
+    events.publish(events.ChatRated(chat_id=chat.pk, rating=rating))
+    return chat
+
+
+@transaction.atomic
+def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = "") -> Chat:
+    """Blacklist the client of ``chat`` (an abusive or spamming client): the
+    chat is finished (its ``chat_finished`` says ``blacklisted``), and from
+    now on the client's messages are kept but open no chat and reach no
+    agent, bot or webhook, until an agent or an admin lifts it."""
+    _lock_client(chat.client_id)  # first, as post_client_message takes them
+    chat = _lock(chat)
+    Client.objects.filter(pk=chat.client_id).update(
+        blacklisted_at=timezone.now(), blacklist_reason=reason[:500], blacklisted_by=agent
+    )
+    chat.blacklisted = True
+    chat.save(update_fields=["blacklisted"])
+    events.publish(events.ClientBlacklisted(chat_id=chat.pk, client_id=chat.client_id))
+    if chat.is_open:
+        return finish_chat(chat=chat)
+    # Blacklisted from an earlier chat: the one the client has open now ends too.
+    current = _open_chat_of(chat.client, lock=True)
+    if current is not None:
+        Chat.objects.filter(pk=current.pk).update(blacklisted=True)
+        finish_chat(chat=current)
+    return chat
+
+
+@transaction.atomic
+def lift_blacklist(*, client: Client) -> Client:
+    """The client may write again: its next message opens a chat as usual."""
+    Client.objects.filter(pk=client.pk).update(
+        blacklisted_at=None, blacklist_reason="", blacklisted_by=None
+    )
+    client.refresh_from_db()
+    events.publish(events.BlacklistLifted(client_id=client.pk))
+    return client
+
+
+@transaction.atomic
+def retry_message(*, message: Message, agent: Agent) -> Message:
+    """Send a message that was not delivered once more (the agent's "retry")."""
+    message = Message.objects.select_for_update().get(pk=message.pk)
+    if message.author != Message.Author.AGENT or message.agent_id != agent.pk:
+        raise InvalidState("only your own messages can be sent again")
+    if message.delivery_status != Message.Delivery.FAILED:
+        raise InvalidState("only a message that was not delivered can be sent again")
+    message.delivery_status = Message.Delivery.PENDING
+    message.delivery_error = ""
+    message.save(update_fields=["delivery_status", "delivery_error"])
+    events.publish(events.MessageRetryRequested(chat_id=message.chat_id, message_id=message.pk))
+    return message
+
+
+@transaction.atomic
+def mark_message_delivery(*, message: Message, status: str, error: str = "") -> Message:
+    """Record an outbound message's delivery state (set by the integration apps)."""
+    if status not in Message.Delivery.values:
+        raise ServiceError(f"unknown delivery status {status!r}")
+    Message.objects.filter(pk=message.pk).update(delivery_status=status, delivery_error=error)
+    message.delivery_status = status
+    message.delivery_error = error
+    events.publish(
+        events.MessageDeliveryChanged(chat_id=message.chat_id, message_id=message.pk, status=status)
+    )
+    return message
