@@ -184,6 +184,74 @@ def test_on_a_page_wider_than_the_screen_the_widget_stays_in_sight(
     assert errors == []
 
 
+# --- the on-screen keyboard -------------------------------------------------------------
+
+KEYBOARD = 330  # CSS px a phone's on-screen keyboard takes from the bottom of the screen
+NEXT_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+@pytest.mark.parametrize("body", ["", WIDE], ids=["fitting-page", "wide-page"])
+def test_on_a_phone_the_reply_box_stays_above_the_on_screen_keyboard(
+    chromium: Browser, devices: dict[str, dict[str, Any]], web_process: Any,
+    site: HostSite, widget: WidgetChannel, body: str,  # noqa: F811
+) -> None:  # fmt: skip
+    phone = devices["phone"]
+    context = chromium.new_context(**phone)
+    try:
+        page = context.new_page()
+        errors = watch(page)
+        page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT, body=body))
+        wait_loaded(page)
+        page.get_by_test_id("svc-label").tap()
+        reply = page.get_by_test_id("svc-input")
+        reply.tap()
+        expect(reply).to_be_focused()
+
+        # The keyboard opens: the screen's visible part loses its lower part,
+        # as DevTools' device emulation shows it (the visual viewport resizes
+        # and says so).
+        screen = phone["viewport"]
+        page.evaluate(
+            "window.resizes = 0; visualViewport.addEventListener('resize', () => window.resizes++)"
+        )
+        cdp = context.new_cdp_session(page)
+        metrics = {
+            "width": screen["width"],
+            "deviceScaleFactor": phone["device_scale_factor"],
+            "mobile": True,
+        }
+        cdp.send(
+            "Emulation.setDeviceMetricsOverride",
+            {**metrics, "height": screen["height"] - KEYBOARD},
+        )
+        page.wait_for_function(
+            f"window.resizes > 0 && visualViewport.height <= {screen['height'] - KEYBOARD}",
+            timeout=LIVE,
+        )
+        page.evaluate(NEXT_FRAMES)
+
+        # The reply box is whole above the keyboard, the header and its
+        # close button still in sight, and the focus stayed in the box.
+        for part in ("svc-input", "svc-send", "svc-close"):
+            margins = in_sight(page, part)
+            assert fully_in_sight(margins), (part, margins)
+        window = in_sight(page, "svc-window")
+        assert all(abs(window[side]) <= 1 for side in ("left", "top", "right", "bottom")), window
+        expect(reply).to_be_focused()
+        say(page, "Typed above the keyboard")
+
+        # The keyboard closes: the window fills the whole screen again.
+        cdp.send("Emulation.setDeviceMetricsOverride", {**metrics, "height": screen["height"]})
+        page.wait_for_function(f"visualViewport.height >= {screen['height'] - 1}", timeout=LIVE)
+        page.evaluate(NEXT_FRAMES)
+        window = in_sight(page, "svc-window")
+        assert all(abs(window[side]) <= 1 for side in ("left", "top", "right", "bottom")), window
+        assert window["height"] >= screen["height"] - 1, window
+        assert errors == []
+    finally:
+        context.close()
+
+
 # --- times on messages, and a word while the chat waits --------------------------------
 
 SHOWN_TIME = "(el) => getComputedStyle(el, '::after').content.replace(/\"/g, '')"
