@@ -18,7 +18,7 @@ from agents.models import Agent, Chat, Message
 from devhooks.models import WidgetChannel
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import LIVE, alice, site, wait_loaded, widget  # noqa: F401 (fixtures)
-from tests.e2e.test_widget_experience import say, shop_page, watch
+from tests.e2e.test_widget_experience import Stream, say, shop_page, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -250,6 +250,45 @@ def test_on_a_phone_the_reply_box_stays_above_the_on_screen_keyboard(
         assert errors == []
     finally:
         context.close()
+
+
+# --- a refused visitor ------------------------------------------------------------------
+
+
+def test_a_blacklisted_visitor_is_told_the_chat_is_not_available_and_the_widget_stops_asking(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+    stream = Stream(page)
+    say(page, "Hello")
+    stream.wait_open()
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if r.url.startswith(web_process.url) else None)
+
+    # Blacklisted: the service ends the visitor's stream and refuses it (403).
+    chat = Chat.objects.get(channel=widget.channel)
+    services.blacklist_client(chat=chat, agent=alice, reason="spam")
+
+    expect(page.get_by_test_id("svc-unavailable")).to_have_text(
+        "Sorry, this chat is not available.", timeout=LIVE * 2
+    )
+    expect(page.get_by_test_id("svc-who")).to_have_text("Not available")
+    expect(page.get_by_test_id("svc-input")).to_have_count(0)
+    assert any("/stream" in url for url in asked), asked
+
+    # No more tries: the refusal does not change by asking again (it was
+    # retried every 5 s), and opening the window again asks nothing either.
+    seen = len(asked)
+    page.wait_for_timeout(6500)
+    page.evaluate("svc_api.close(); svc_api.open()")
+    expect(page.get_by_test_id("svc-unavailable")).to_be_visible()
+    page.wait_for_timeout(500)
+    assert asked[seen:] == []
+    assert errors == []
 
 
 # --- times on messages, and a word while the chat waits --------------------------------
