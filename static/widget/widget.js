@@ -101,11 +101,19 @@
     if (!S.token) return;
     var p = S.pending;
     S.pending = {};
-    if (p.contact) call('contact', p.contact).then(function (j) { S.contact = j.contact; }, noop);
+    if (p.contact) call('contact', p.contact).then(saved, noop);
     if (p.fields) call('custom_data', { fields: p.fields }).catch(noop);
     if (p.userToken) call('user_token', { user_token: p.userToken }).catch(noop);
   }
   function page() { return { url: pageUrl || location.href, title: pageTitle || d.title }; }
+  function saved(j) {
+    // The contact verb's answer: a new address is trusted with transcripts
+    // once the visitor opens the link the service mailed to it (docs/widget.md).
+    S.contact = j.contact;
+    if (!j.email_link_sent || !j.contact.email) return;
+    note('We sent a link to ' + j.contact.email + '. Open it to get this conversation by e-mail.');
+    if (ui.list) ui.list.lastChild.setAttribute('data-testid', 'svc-email-link');
+  }
 
   // --- the live stream -------------------------------------------------------------
   function listen() {
@@ -328,7 +336,7 @@
     if (sent.email && !EMAIL.test(sent.email)) return fail(sent.email + ' is not a valid e-mail address');
     if (sent.phone && !PHONE.test(sent.phone)) return fail('Enter a phone number: 7 to 15 digits');
     call('contact', sent).then(function (j) {
-      S.contact = j.contact;
+      saved(j);
       fire('onIntroduction', sent);
       S.view = 'chat';
       if (done) done();
@@ -727,7 +735,7 @@
       ['name', 'email', 'phone', 'description'].forEach(function (k) { if (info[k]) c[k] = String(info[k]); });
       if (c.email && !EMAIL.test(c.email)) return fail(c.email + ' is not a valid e-mail address');
       S.contact = { client_name: c.name || S.contact.client_name, email: c.email || S.contact.email, phone: c.phone || S.contact.phone, description: c.description || S.contact.description };
-      if (S.token) call('contact', c).then(function (j) { S.contact = j.contact; }, noop);
+      if (S.token) call('contact', c).then(saved, noop);
       else S.pending.contact = c;
       return { result: 'ok' };
     },

@@ -4,6 +4,7 @@ the times on messages (docs/widget.md)."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from agents import services
 from agents.content import Content
-from agents.models import Agent, Chat, Message
+from agents.models import Agent, Chat, Mail, Message
 from devhooks.models import WidgetChannel
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import LIVE, alice, site, wait_loaded, widget  # noqa: F401 (fixtures)
@@ -386,6 +387,44 @@ def test_the_pre_chat_form_asks_what_the_channel_wants_before_the_first_message(
     page.evaluate("svc_api.open()")
     expect(page.get_by_test_id("svc-input")).to_be_visible()
     expect(page.get_by_test_id("svc-prechat")).to_have_count(0)
+    assert errors == []
+
+
+def test_a_visitor_who_gives_a_new_address_is_told_to_open_the_link_mailed_to_it(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    widget.prechat_email = WidgetChannel.Ask.REQUIRED
+    widget.save(update_fields=["prechat_email"])
+    # Addresses no earlier test or run had a link mailed to (a few a day each).
+    first, second = (f"ann-{secrets.token_hex(4)}@example.com" for _ in range(2))
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+    form = page.get_by_test_id("svc-prechat")
+    form.get_by_label("E-mail").fill(first)
+    form.get_by_role("button", name="Start the chat").click()
+
+    told = page.get_by_test_id("svc-email-link")
+    expect(told).to_have_text(
+        f"We sent a link to {first}. Open it to get this conversation by e-mail.", timeout=LIVE
+    )
+    assert fully_in_sight(in_sight(page, "svc-email-link"))
+    assert list(Mail.objects.values_list("to", flat=True)) == [first]
+
+    # The same address again mails nothing and says nothing; a new one does both.
+    page.get_by_test_id("svc-introduce").click()
+    contact = page.get_by_test_id("svc-contact")
+    contact.get_by_label("E-mail").fill(first)
+    contact.get_by_role("button", name="Save").click()
+    expect(page.get_by_test_id("svc-input")).to_be_visible()
+    page.get_by_test_id("svc-introduce").click()
+    contact.get_by_label("E-mail").fill(second)
+    contact.get_by_role("button", name="Save").click()
+    expect(told).to_have_count(2)
+    expect(told.last).to_contain_text(f"We sent a link to {second}.")
+    assert sorted(Mail.objects.values_list("to", flat=True)) == sorted([first, second])
     assert errors == []
 
 
