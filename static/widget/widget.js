@@ -357,7 +357,7 @@
   }
   function prechatForm() {
     var ask = S.cfg.prechat, asks = prechatAsks();
-    return form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
+    var f = form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
       return field(PRECHAT[k][0] + (ask[k] === 'required' ? '' : ' (optional)'), k, PRECHAT[k][1], ask[k] === 'required');
     }), 'Start the chat', function (v, fail) {
       var sent = {};
@@ -368,6 +368,10 @@
       }
       introduce(sent, fail, function () { put(local, '_prechat', '1'); ui.prechat = null; });
     });
+    // A proactive invitation is read above the form (render() fills it).
+    ui.prechatInvitation = h('p', { class: 'msg agent invitation', 'data-testid': 'svc-prechat-invitation', hidden: true });
+    f.insertBefore(ui.prechatInvitation, f.firstChild);
+    return f;
   }
 
   function build() {
@@ -476,6 +480,8 @@
     else if (view === 'chat' && !ended && prechatDue()) {
       view = 'prechat';
       ui.prechat = ui.prechat || prechatForm(); // made when due: the channel's settings as they are now
+      ui.prechatInvitation.textContent = S.invitation;
+      ui.prechatInvitation.hidden = !S.invitation;
     }
     var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat, unavailable: ui.unavailable }[view];
     // The offline and pre-chat forms ask for the name themselves.

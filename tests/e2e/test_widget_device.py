@@ -428,6 +428,37 @@ def test_a_visitor_who_gives_a_new_address_is_told_to_open_the_link_mailed_to_it
     assert errors == []
 
 
+def test_a_proactive_invitation_is_read_above_a_due_pre_chat_form(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    widget.prechat_name = WidgetChannel.Ask.REQUIRED
+    widget.save(update_fields=["prechat_name"])
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+
+    page.evaluate("svc_api.showProactiveInvitation('Need help choosing a size?')")
+
+    # The form is due before a first message, and the invitation is read above it.
+    form = page.get_by_test_id("svc-prechat")
+    expect(form).to_be_visible()
+    invitation = page.get_by_test_id("svc-prechat-invitation")
+    expect(invitation).to_have_text("Need help choosing a size?")
+    said, name = invitation.bounding_box(), form.get_by_label("Name").bounding_box()
+    assert said and name and said["y"] + said["height"] <= name["y"], (said, name)
+    assert fully_in_sight(in_sight(page, "svc-prechat-invitation"))
+
+    # Answered, the chat shows the invitation, and the visitor's answer keeps it.
+    form.get_by_label("Name").fill("Ann Lee")
+    form.get_by_role("button", name="Start the chat").click()
+    expect(page.get_by_test_id("svc-invitation")).to_have_text("Need help choosing a size?")
+    say(page, "Yes, for the boots")
+    chat = Chat.objects.select_related("client").get(channel=widget.channel)
+    assert chat.client.invite_text == "Need help choosing a size?"
+    assert errors == []
+
+
 def test_the_offline_form_does_not_offer_introduce_yourself_beside_its_name_field(
     page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
     alice: Agent,  # noqa: F811
