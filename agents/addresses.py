@@ -15,7 +15,7 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -107,6 +107,14 @@ def _ask_to_confirm(row: ClientAddress) -> None:
         subject=" ".join(f"Confirm your e-mail address for {row.client.channel.name}".split()),
         text=render_to_string("agents/mail/confirm_address.txt", context),
     )
+
+
+def link_sent_since(*, client: Client, address: str, since: datetime) -> bool:
+    """Did a link to confirm ``address`` go to it for ``client`` at ``since``
+    or later? The widget tells the visitor to look for it."""
+    return client.addresses.filter(
+        address=address.strip().lower(), confirmed_at__isnull=True, confirmation_sent_at__gte=since
+    ).exists()
 
 
 def address_for_token(token: str) -> ClientAddress:

@@ -149,6 +149,18 @@ def _thumbnail(data: bytes) -> bytes:
         raise FileRefused("the image could not be read: send another file") from error
 
 
+def _check_frames(animation: Image.Image) -> None:
+    """Refuse an animation too costly to re-encode: every frame is decoded,
+    so a small GIF of thousands of frames costs what a huge image would.
+    The frames are counted from their headers, none decoded."""
+    frames = getattr(animation, "n_frames", 1)
+    if frames > settings.AGENT_IMAGE_MAX_FRAMES:
+        raise FileRefused(f"the animation has more than {settings.AGENT_IMAGE_MAX_FRAMES} frames")
+    if frames * animation.width * animation.height > settings.AGENT_IMAGE_MAX_PIXELS:
+        megapixels = settings.AGENT_IMAGE_MAX_PIXELS // 1_000_000
+        raise FileRefused(f"the animation is larger than {megapixels} megapixels in all its frames")
+
+
 def _without_metadata(data: bytes) -> bytes:
     """The image re-encoded with its pixels, its colour profile and its
     orientation only: a phone's photo carries the camera, the time and the
@@ -159,6 +171,9 @@ def _without_metadata(data: bytes) -> bytes:
         with Image.open(io.BytesIO(data)) as opened:
             # A phone's multi-picture JPEG (MPO) is kept as its first picture.
             image_format = "JPEG" if opened.format == "MPO" else opened.format
+            animated = getattr(opened, "is_animated", False) and image_format != "JPEG"
+            if animated:
+                _check_frames(opened)
             # JPEG's and GIF's comments are dropped; other formats ignore the option.
             options: dict[str, Any] = {
                 "icc_profile": opened.info.get("icc_profile"),
@@ -174,7 +189,6 @@ def _without_metadata(data: bytes) -> bytes:
             elif image_format == "JPEG":
                 options["quality"] = 95  # "keep" is for a JPEG Pillow opened as one
             out = io.BytesIO()
-            animated = getattr(opened, "is_animated", False) and image_format != "JPEG"
             opened.save(out, format=image_format, save_all=animated, **options)
             return out.getvalue()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:

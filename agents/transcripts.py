@@ -54,6 +54,12 @@ def client_email(chat: Chat) -> str:
     return crm if addresses.is_mailable(crm) or not addresses.is_mailable(own) else own
 
 
+def client_email_trusted(chat: Chat) -> bool:
+    """May a transcript go to ``client_email(chat)``? What the agent page
+    and the agent API show as confirmed is what the transcripts rely on."""
+    return addresses.is_trusted(client=chat.client, address=client_email(chat))
+
+
 def contact_details(chat: Chat) -> list[tuple[str, str]]:
     contact = chat.contact_info if isinstance(chat.contact_info, dict) else {}
     client = chat.client
@@ -129,7 +135,7 @@ def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> 
     own = client_email(chat)
     if not to.strip() and not own:
         raise TranscriptError("the client gave no e-mail address: type one")
-    if not to.strip() and not addresses.is_trusted(client=chat.client, address=own):
+    if not to.strip() and not client_email_trusted(chat):
         raise TranscriptError(
             f"the client's address {own} is not confirmed yet: type it if you vouch for it"
         )
@@ -152,7 +158,7 @@ def _to_client(chat: Chat, event: events.ChatFinished) -> str:
         return ""
     # Only to an address the service has reason to trust: a typed one could
     # be anyone's, and the chat the typist's text.
-    if not addresses.is_trusted(client=chat.client, address=address):
+    if not client_email_trusted(chat):
         return ""
     # Finished by the idle timer with no agent's word in it: nobody answered,
     # so the client is sent no copy of what they alone wrote.

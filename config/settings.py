@@ -439,6 +439,10 @@ AGENT_FILE_MAX_BYTES = env.int("AGENT_FILE_MAX_BYTES", default=10 * 1024 * 1024)
 # An image's pixels are decoded in the web process for its thumbnail (about 4
 # bytes each): a few-KB file can claim gigapixels. 50 MP holds any phone photo.
 AGENT_IMAGE_MAX_PIXELS = env.int("AGENT_IMAGE_MAX_PIXELS", default=50_000_000)
+# An animation is re-encoded frame by frame to drop its metadata: its frames
+# count towards the pixels above, and their number is bounded too (a GIF of
+# 1x1 frames costs Pillow time per frame, not per pixel).
+AGENT_IMAGE_MAX_FRAMES = env.int("AGENT_IMAGE_MAX_FRAMES", default=1000)
 AGENT_FILE_TYPES = env.list(
     "AGENT_FILE_TYPES",
     default=["png", "jpeg", "gif", "webp", "pdf", "txt", "csv", "zip", "docx", "xlsx"],

@@ -9,6 +9,7 @@ never answers.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from dataclasses import dataclass
@@ -129,13 +130,22 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # jsonb cannot hold NaN or Infinity
 
 
+def _finite(text: str) -> float:
+    # ``1e999`` is valid JSON that Python reads as Infinity, which jsonb
+    # cannot hold either: such a reply is kept as its text, like NaN's.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is beyond a float's range")
+    return value
+
+
 def parse_reply(body: bytes) -> Any:
     """JSON when the body is JSON, the text when it is not, ``None`` when empty."""
     if not body.strip():
         return None
     text = storable(body.decode("utf-8", errors="replace"))
     try:
-        return storable(json.loads(text, parse_constant=_no_constant))
+        return storable(json.loads(text, parse_constant=_no_constant, parse_float=_finite))
     except (ValueError, RecursionError):
         return text
 

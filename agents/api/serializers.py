@@ -5,7 +5,7 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import serializers
 
-from agents import addresses
+from agents import transcripts
 from agents.content import ContentError, clean_content
 from agents.models import Call, Chat, Client, Message
 
@@ -56,11 +56,13 @@ class ContactOut(serializers.Serializer[Any]):
     visitor = serializers.JSONField(source="visitor_data")
     blacklisted = serializers.BooleanField(source="is_blacklisted")
     blacklist_reason = serializers.CharField()
-    # Whether transcripts may go to ``email`` (docs/transcripts.md).
+    # Whether transcripts may go to the client's address: the CRM's for this
+    # chat when it gave one, else ``email`` (docs/transcripts.md).
     email_confirmed = serializers.SerializerMethodField()
 
     def get_email_confirmed(self, client: Client) -> bool:
-        return addresses.is_trusted(client=client, address=client.email)
+        chat = self.parent.instance if self.parent is not None else None  # ChatDetailOut's
+        return isinstance(chat, Chat) and transcripts.client_email_trusted(chat)
 
 
 class AgentRefOut(serializers.Serializer[Any]):

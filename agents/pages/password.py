@@ -85,6 +85,13 @@ class ResetView(auth_views.PasswordResetConfirmView):
     template_name = "agents/password_reset.html"
     success_url = reverse_lazy("agent:login")
 
+    def get_user(self, uidb64: str) -> Any:
+        # Django's view and token ignore ``is_active``: a link mailed before
+        # the agent was deactivated would still set a password. The view asks
+        # on every request, so a link opened before and used after is refused.
+        user = super().get_user(uidb64)
+        return user if user is not None and user.is_active else None
+
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), "minutes": _link_minutes()}
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from agents import addresses, selectors, services
+from agents import selectors, services, transcripts
 from agents.api.parsers import id_from
 from agents.api.serializers import MessageIn
 from agents.attachments import KINDS
@@ -107,7 +107,10 @@ def _panel_context(agent: Agent, chat: Chat) -> dict[str, Any]:
         "chat": chat,
         "mine": _is_mine(agent, chat),
         "earlier": selectors.earlier_chats(chat=chat, agent=agent),
-        "email_trusted": addresses.is_trusted(client=chat.client, address=chat.client.email),
+        # The address a transcript would go to (the CRM's for this chat, when
+        # it gave one), and whether it may.
+        "transcript_email": transcripts.client_email(chat),
+        "email_trusted": transcripts.client_email_trusted(chat),
     }
 
 

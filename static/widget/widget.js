@@ -101,15 +101,23 @@
     if (!S.token) return;
     var p = S.pending;
     S.pending = {};
-    if (p.contact) call('contact', p.contact).then(function (j) { S.contact = j.contact; }, noop);
+    if (p.contact) call('contact', p.contact).then(saved, noop);
     if (p.fields) call('custom_data', { fields: p.fields }).catch(noop);
     if (p.userToken) call('user_token', { user_token: p.userToken }).catch(noop);
   }
   function page() { return { url: pageUrl || location.href, title: pageTitle || d.title }; }
+  function saved(j) {
+    // The contact verb's answer: a new address is trusted with transcripts
+    // once the visitor opens the link the service mailed to it (docs/widget.md).
+    S.contact = j.contact;
+    if (!j.email_link_sent || !j.contact.email) return;
+    note('We sent a link to ' + j.contact.email + '. Open it to get this conversation by e-mail.');
+    if (ui.list) ui.list.lastChild.setAttribute('data-testid', 'svc-email-link');
+  }
 
   // --- the live stream -------------------------------------------------------------
   function listen() {
-    if (!S.token || S.stream || !S.ready) return;
+    if (!S.token || S.stream || !S.ready || S.refused) return;
     if (!w.EventSource) { S.poll = setInterval(refresh, 5000); return; }
     // A new visitor knows no event id yet: it asks for all of its events (after
     // id 1), or what came between its first request and this stream (an agent's
@@ -150,8 +158,30 @@
     });
     on('reset', refresh);
     es.onerror = function () {
-      if (es.readyState === 2) { S.stream = null; setTimeout(listen, 5000); } // closed for good: try again
+      // Closed for good (a refusal; the browser reconnects by itself after a
+      // dropped connection): ask why once, and try again unless refused.
+      if (es.readyState === 2) { S.stream = null; why(url); }
     };
+  }
+  function why(url) {
+    // EventSource hides the status of a refusal. 401/403 (a blacklisted
+    // visitor) will not change by asking again: no more requests, and the
+    // visitor is told. Anything else (429, the network) is tried again.
+    var stop = w.AbortController ? new AbortController() : null, token = S.token;
+    var again = function () { setTimeout(listen, 5000); };
+    fetch(url, { mode: 'cors', credentials: 'omit', signal: stop && stop.signal }).then(function (r) {
+      if (stop) stop.abort(); // a stream that opens now: the EventSource opens it again
+      if (token !== S.token) return; // clearHistory meanwhile: another visitor
+      if (r.status === 401 || r.status === 403) refuse(); else again();
+    }, again);
+  }
+  function refuse() {
+    S.refused = true;
+    clearInterval(S.poll);
+    if (S.stream) S.stream.close();
+    S.stream = null;
+    typing(false);
+    render();
   }
   function refresh() {
     var epoch = S.epoch;
@@ -306,7 +336,7 @@
     if (sent.email && !EMAIL.test(sent.email)) return fail(sent.email + ' is not a valid e-mail address');
     if (sent.phone && !PHONE.test(sent.phone)) return fail('Enter a phone number: 7 to 15 digits');
     call('contact', sent).then(function (j) {
-      S.contact = j.contact;
+      saved(j);
       fire('onIntroduction', sent);
       S.view = 'chat';
       if (done) done();
@@ -327,7 +357,7 @@
   }
   function prechatForm() {
     var ask = S.cfg.prechat, asks = prechatAsks();
-    return form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
+    var f = form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
       return field(PRECHAT[k][0] + (ask[k] === 'required' ? '' : ' (optional)'), k, PRECHAT[k][1], ask[k] === 'required');
     }), 'Start the chat', function (v, fail) {
       var sent = {};
@@ -338,6 +368,10 @@
       }
       introduce(sent, fail, function () { put(local, '_prechat', '1'); ui.prechat = null; });
     });
+    // A proactive invitation is read above the form (render() fills it).
+    ui.prechatInvitation = h('p', { class: 'msg agent invitation', 'data-testid': 'svc-prechat-invitation', hidden: true });
+    f.insertBefore(ui.prechatInvitation, f.firstChild);
+    return f;
   }
 
   function build() {
@@ -396,6 +430,7 @@
       if (r.result !== 'ok') fail(r.error);
     });
     ui.closed = h('p', { class: 'form', text: 'Our agents are offline. Please come back later.' });
+    ui.unavailable = h('p', { class: 'form', 'data-testid': 'svc-unavailable', text: 'Sorry, this chat is not available.' });
     ui.call = form('svc-call', 'Leave your number and we will call you back.', [field('Phone', 'phone', 'tel', true)], 'Call me back', function (v, fail) {
       var r = api.startCall(v.phone, function (error) {
         if (error) return fail(error);
@@ -440,15 +475,17 @@
     var chat = S.chat, open = chat && chat.state !== 'finished';
     var ended = chat && chat.state === 'finished' && !S.fresh;
     var offline = chatMode() === 'offline' && !open && (!S.messages.length || S.fresh);
-    var view = S.view;
+    var view = S.refused ? 'unavailable' : S.view;
     if (view === 'chat' && offline) view = S.cfg.offline_form ? 'offline' : 'closed';
     else if (view === 'chat' && !ended && prechatDue()) {
       view = 'prechat';
       ui.prechat = ui.prechat || prechatForm(); // made when due: the channel's settings as they are now
+      ui.prechatInvitation.textContent = S.invitation;
+      ui.prechatInvitation.hidden = !S.invitation;
     }
-    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat }[view];
+    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat, unavailable: ui.unavailable }[view];
     // The offline and pre-chat forms ask for the name themselves.
-    ui.introduce.hidden = view === 'offline' || view === 'prechat';
+    ui.introduce.hidden = view === 'offline' || view === 'prechat' || view === 'unavailable';
     if (ui.views.firstChild !== el) {
       while (ui.views.firstChild) ui.views.removeChild(ui.views.firstChild);
       ui.views.appendChild(el);
@@ -457,7 +494,7 @@
     ui.end.hidden = !ended;
     ui.compose.hidden = !!ended;
     ui.rate.hidden = !(ended && !chat.rating);
-    ui.who.textContent = ended ? 'The chat has ended' : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
+    ui.who.textContent = S.refused ? 'Not available' : ended ? 'The chat has ended' : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
     if (ended && !endShown) scroll(); // the end takes room from the list: its last message stays in sight
     var deps = S.cfg.departments || [];
     ui.department.hidden = !(deps.length && !open);
@@ -577,7 +614,7 @@
     if (host && host.parentNode) host.parentNode.removeChild(host);
     unlockScroll();
     var wasReady = S.ready;
-    S.stream = null; S.ready = false; S.open = false; ui = {}; host = root = null;
+    S.stream = null; S.ready = false; S.open = false; S.refused = false; ui = {}; host = root = null;
     S.messages = []; S.seen = {};
     if (wasReady) fire('onWidgetDestroy');
   }
@@ -667,7 +704,7 @@
         if (reason) return fail(reason);
         showWindow('call');
       } else showWindow('chat');
-      refresh().then(function () { render(); }); // are agents online now?
+      if (!S.refused) refresh().then(function () { render(); }); // are agents online now?
       return { result: 'ok' };
     },
     close: function () {
@@ -704,7 +741,7 @@
       ['name', 'email', 'phone', 'description'].forEach(function (k) { if (info[k]) c[k] = String(info[k]); });
       if (c.email && !EMAIL.test(c.email)) return fail(c.email + ' is not a valid e-mail address');
       S.contact = { client_name: c.name || S.contact.client_name, email: c.email || S.contact.email, phone: c.phone || S.contact.phone, description: c.description || S.contact.description };
-      if (S.token) call('contact', c).then(function (j) { S.contact = j.contact; }, noop);
+      if (S.token) call('contact', c).then(saved, noop);
       else S.pending.contact = c;
       return { result: 'ok' };
     },
@@ -803,7 +840,7 @@
       put(local, '_prechat', null);
       S.epoch++;
       if (S.stream) S.stream.close();
-      S.stream = null; S.token = null; S.chat = null; S.messages = []; S.seen = {}; S.unread = 0;
+      S.stream = null; S.token = null; S.chat = null; S.messages = []; S.seen = {}; S.unread = 0; S.refused = false;
       S.contact = { client_name: null, email: null, phone: null, description: null };
       if (ui.list) while (ui.list.firstChild) ui.list.removeChild(ui.list.firstChild);
       badge();

@@ -258,6 +258,49 @@ def test_an_image_of_too_many_pixels_is_refused_before_it_is_decoded(agent: Agen
     assert not Attachment.objects.exists()
 
 
+def animated_gif(side: int, frames: int) -> bytes:
+    """Two alternating frames, so the encoder keeps every one."""
+    black, white = (Image.new("L", (side, side), shade) for shade in (0, 255))
+    out = io.BytesIO()
+    rest = [white if n % 2 else black for n in range(1, frames)]
+    black.save(out, format="GIF", save_all=True, append_images=rest, duration=20, loop=0)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("side", "frames", "message"),
+    [
+        # 900 frames of 250 by 250: 56 MP in a few hundred kilobytes
+        (250, 900, "the animation is larger than 50 megapixels in all its frames"),
+        (1, 1_500, "the animation has more than 1000 frames"),
+    ],
+)
+def test_an_animation_of_too_many_frames_is_refused_before_it_is_re_encoded(
+    agent: Agent, side: int, frames: int, message: str
+) -> None:
+    data = animated_gif(side, frames)
+    assert len(data) < 2_000_000
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile("many.gif", data)
+
+    answer = page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload}, headers=FETCH)
+
+    assert answer.status_code == 400 and answer.json()["error"]["message"] == message
+    assert not Attachment.objects.exists()
+
+
+def test_an_animation_within_the_budget_keeps_its_frames(agent: Agent) -> None:
+    chat = my_chat(agent)
+    upload = SimpleUploadedFile("few.gif", animated_gif(100, 40))
+
+    answer = page_of(agent).post(f"/agent/chats/{chat.pk}/files", {"file": upload}, headers=FETCH)
+
+    assert answer.status_code < 300
+    served = body_of(Browser().get(f"/files/{Attachment.objects.get().token}/few.gif"))
+    with Image.open(io.BytesIO(served)) as image:
+        assert getattr(image, "n_frames", 1) == 40
+
+
 def test_only_my_active_chat_takes_a_file(agent: Agent) -> None:
     client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
     queued = services.post_client_message(client=client, content=text("hi")).chat

@@ -218,6 +218,27 @@ def test_a_forgotten_password_is_reset_by_the_link_mailed_through_the_outbox(
     assert again.status_code == 200 and 'data-testid="reset-invalid"' in again.content.decode()
 
 
+def test_a_link_mailed_before_the_agent_was_deactivated_sets_no_password(
+    agent: Agent, forgot: Forgot, mailoutbox: list[Any]
+) -> None:
+    forgot(agent.email)
+    [message] = mailoutbox
+    opened_before = Browser()
+    form = opened_before.get(opened_before.get(link_in(message))["Location"])
+    assert "Choose a new password" in form.content.decode()
+
+    Agent.objects.filter(pk=agent.pk).update(is_active=False)  # as the admin's form does
+
+    fresh = Browser().get(link_in(message), follow=True)
+    assert 'data-testid="reset-invalid"' in fresh.content.decode()
+    posted = opened_before.post(
+        form.request["PATH_INFO"], {"new_password1": NEW, "new_password2": NEW}
+    )
+    assert posted.status_code == 200 and 'data-testid="reset-invalid"' in posted.content.decode()
+    agent.refresh_from_db()
+    assert agent.check_password(PASSWORD) and not agent.check_password(NEW)
+
+
 def test_the_admins_sign_in_offers_the_same_reset() -> None:
     page = Browser().get("/admin/login/").content.decode()
     assert 'href="/admin/password_reset/"' in page

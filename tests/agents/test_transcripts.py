@@ -459,6 +459,29 @@ def test_the_crms_answer_trusts_the_address_the_visitor_typed(alice: Agent) -> N
     assert ClientAddress.objects.get().source == ClientAddress.Source.CRM
 
 
+def test_the_agent_page_and_api_show_the_trust_of_the_address_the_transcript_goes_to(
+    alice: Agent,
+) -> None:
+    from agents.tokens import issue_token
+
+    visitor, chat = widget_visitor(alice)
+    chat = answered(chat, alice)
+    assert read_accept_reply(chat, {"result": "ok", "contact_info": {"email": "cy@crm.example"}})
+    # Afterwards the visitor types another address: not trusted, and not the
+    # one this chat's transcript goes to (the CRM's is).
+    widgets.set_contact(visitor, {"email": "someone@else.example"})
+    page = page_of(alice).get(f"/agent/chats/{chat.pk}/").content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=alice)}")
+    detail = api.get(f"/api/agent/v1/chats/{chat.pk}").json()
+
+    assert 'data-testid="email-unconfirmed"' not in page
+    assert detail["client"]["email_confirmed"] is True
+    Mail.objects.all().delete()  # the link to confirm the typed one
+    services.finish_chat(chat=chat, agent=alice)
+    assert [m.to for m in Mail.objects.all()] == ["cy@crm.example"]
+
+
 def test_a_confirmation_link_that_is_unknown_or_expired_confirms_nothing(
     alice: Agent, settings: Any
 ) -> None:

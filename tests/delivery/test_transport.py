@@ -305,6 +305,19 @@ def test_odd_but_successful_replies_are_stored(
     assert delivery.status == Delivery.Status.DELIVERED and len(target.received) == 1
 
 
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+def test_a_number_beyond_a_float_is_kept_as_the_reply_text(
+    target: Target, endpoint: Endpoint, number: str
+) -> None:
+    # Python reads 1e999 as Infinity, which neither jsonb nor a reader of the
+    # log can take as a number: the reply is kept as the text it was.
+    reply = f'{{"answer": "ok", "n": {number}}}'
+    target.script(Reply(200, reply))
+    delivery = drive(send(endpoint))
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.DELIVERED and delivery.reply_body == reply
+
+
 def test_an_error_message_with_a_half_emoji_is_stored(target: Target, endpoint: Endpoint) -> None:
     target.script(Reply(200, '{"error": {"code": "bad", "message": "no \\ud83d"}}'))
     delivery = drive(send(endpoint))

@@ -4,6 +4,7 @@ the times on messages (docs/widget.md)."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,11 @@ from playwright.sync_api import Browser, Page, expect
 
 from agents import services
 from agents.content import Content
-from agents.models import Agent, Chat, Message
+from agents.models import Agent, Chat, Mail, Message
 from devhooks.models import WidgetChannel
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import LIVE, alice, site, wait_loaded, widget  # noqa: F401 (fixtures)
-from tests.e2e.test_widget_experience import say, shop_page, watch
+from tests.e2e.test_widget_experience import Stream, say, shop_page, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -184,6 +185,113 @@ def test_on_a_page_wider_than_the_screen_the_widget_stays_in_sight(
     assert errors == []
 
 
+# --- the on-screen keyboard -------------------------------------------------------------
+
+KEYBOARD = 330  # CSS px a phone's on-screen keyboard takes from the bottom of the screen
+NEXT_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+@pytest.mark.parametrize("body", ["", WIDE], ids=["fitting-page", "wide-page"])
+def test_on_a_phone_the_reply_box_stays_above_the_on_screen_keyboard(
+    chromium: Browser, devices: dict[str, dict[str, Any]], web_process: Any,
+    site: HostSite, widget: WidgetChannel, body: str,  # noqa: F811
+) -> None:  # fmt: skip
+    phone = devices["phone"]
+    context = chromium.new_context(**phone)
+    try:
+        page = context.new_page()
+        errors = watch(page)
+        page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT, body=body))
+        wait_loaded(page)
+        page.get_by_test_id("svc-label").tap()
+        reply = page.get_by_test_id("svc-input")
+        reply.tap()
+        expect(reply).to_be_focused()
+
+        # The keyboard opens: the screen's visible part loses its lower part,
+        # as DevTools' device emulation shows it (the visual viewport resizes
+        # and says so).
+        screen = phone["viewport"]
+        page.evaluate(
+            "window.resizes = 0; visualViewport.addEventListener('resize', () => window.resizes++)"
+        )
+        cdp = context.new_cdp_session(page)
+        metrics = {
+            "width": screen["width"],
+            "deviceScaleFactor": phone["device_scale_factor"],
+            "mobile": True,
+        }
+        cdp.send(
+            "Emulation.setDeviceMetricsOverride",
+            {**metrics, "height": screen["height"] - KEYBOARD},
+        )
+        page.wait_for_function(
+            f"window.resizes > 0 && visualViewport.height <= {screen['height'] - KEYBOARD}",
+            timeout=LIVE,
+        )
+        page.evaluate(NEXT_FRAMES)
+
+        # The reply box is whole above the keyboard, the header and its
+        # close button still in sight, and the focus stayed in the box.
+        for part in ("svc-input", "svc-send", "svc-close"):
+            margins = in_sight(page, part)
+            assert fully_in_sight(margins), (part, margins)
+        window = in_sight(page, "svc-window")
+        assert all(abs(window[side]) <= 1 for side in ("left", "top", "right", "bottom")), window
+        expect(reply).to_be_focused()
+        say(page, "Typed above the keyboard")
+
+        # The keyboard closes: the window fills the whole screen again.
+        cdp.send("Emulation.setDeviceMetricsOverride", {**metrics, "height": screen["height"]})
+        page.wait_for_function(f"visualViewport.height >= {screen['height'] - 1}", timeout=LIVE)
+        page.evaluate(NEXT_FRAMES)
+        window = in_sight(page, "svc-window")
+        assert all(abs(window[side]) <= 1 for side in ("left", "top", "right", "bottom")), window
+        assert window["height"] >= screen["height"] - 1, window
+        assert errors == []
+    finally:
+        context.close()
+
+
+# --- a refused visitor ------------------------------------------------------------------
+
+
+def test_a_blacklisted_visitor_is_told_the_chat_is_not_available_and_the_widget_stops_asking(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+    stream = Stream(page)
+    say(page, "Hello")
+    stream.wait_open()
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if r.url.startswith(web_process.url) else None)
+
+    # Blacklisted: the service ends the visitor's stream and refuses it (403).
+    chat = Chat.objects.get(channel=widget.channel)
+    services.blacklist_client(chat=chat, agent=alice, reason="spam")
+
+    expect(page.get_by_test_id("svc-unavailable")).to_have_text(
+        "Sorry, this chat is not available.", timeout=LIVE * 2
+    )
+    expect(page.get_by_test_id("svc-who")).to_have_text("Not available")
+    expect(page.get_by_test_id("svc-input")).to_have_count(0)
+    assert any("/stream" in url for url in asked), asked
+
+    # No more tries: the refusal does not change by asking again (it was
+    # retried every 5 s), and opening the window again asks nothing either.
+    seen = len(asked)
+    page.wait_for_timeout(6500)
+    page.evaluate("svc_api.close(); svc_api.open()")
+    expect(page.get_by_test_id("svc-unavailable")).to_be_visible()
+    page.wait_for_timeout(500)
+    assert asked[seen:] == []
+    assert errors == []
+
+
 # --- times on messages, and a word while the chat waits --------------------------------
 
 SHOWN_TIME = "(el) => getComputedStyle(el, '::after').content.replace(/\"/g, '')"
@@ -279,6 +387,75 @@ def test_the_pre_chat_form_asks_what_the_channel_wants_before_the_first_message(
     page.evaluate("svc_api.open()")
     expect(page.get_by_test_id("svc-input")).to_be_visible()
     expect(page.get_by_test_id("svc-prechat")).to_have_count(0)
+    assert errors == []
+
+
+def test_a_visitor_who_gives_a_new_address_is_told_to_open_the_link_mailed_to_it(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    widget.prechat_email = WidgetChannel.Ask.REQUIRED
+    widget.save(update_fields=["prechat_email"])
+    # Addresses no earlier test or run had a link mailed to (a few a day each).
+    first, second = (f"ann-{secrets.token_hex(4)}@example.com" for _ in range(2))
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+    form = page.get_by_test_id("svc-prechat")
+    form.get_by_label("E-mail").fill(first)
+    form.get_by_role("button", name="Start the chat").click()
+
+    told = page.get_by_test_id("svc-email-link")
+    expect(told).to_have_text(
+        f"We sent a link to {first}. Open it to get this conversation by e-mail.", timeout=LIVE
+    )
+    assert fully_in_sight(in_sight(page, "svc-email-link"))
+    assert list(Mail.objects.values_list("to", flat=True)) == [first]
+
+    # The same address again mails nothing and says nothing; a new one does both.
+    page.get_by_test_id("svc-introduce").click()
+    contact = page.get_by_test_id("svc-contact")
+    contact.get_by_label("E-mail").fill(first)
+    contact.get_by_role("button", name="Save").click()
+    expect(page.get_by_test_id("svc-input")).to_be_visible()
+    page.get_by_test_id("svc-introduce").click()
+    contact.get_by_label("E-mail").fill(second)
+    contact.get_by_role("button", name="Save").click()
+    expect(told).to_have_count(2)
+    expect(told.last).to_contain_text(f"We sent a link to {second}.")
+    assert sorted(Mail.objects.values_list("to", flat=True)) == sorted([first, second])
+    assert errors == []
+
+
+def test_a_proactive_invitation_is_read_above_a_due_pre_chat_form(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    widget.prechat_name = WidgetChannel.Ask.REQUIRED
+    widget.save(update_fields=["prechat_name"])
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+
+    page.evaluate("svc_api.showProactiveInvitation('Need help choosing a size?')")
+
+    # The form is due before a first message, and the invitation is read above it.
+    form = page.get_by_test_id("svc-prechat")
+    expect(form).to_be_visible()
+    invitation = page.get_by_test_id("svc-prechat-invitation")
+    expect(invitation).to_have_text("Need help choosing a size?")
+    said, name = invitation.bounding_box(), form.get_by_label("Name").bounding_box()
+    assert said and name and said["y"] + said["height"] <= name["y"], (said, name)
+    assert fully_in_sight(in_sight(page, "svc-prechat-invitation"))
+
+    # Answered, the chat shows the invitation, and the visitor's answer keeps it.
+    form.get_by_label("Name").fill("Ann Lee")
+    form.get_by_role("button", name="Start the chat").click()
+    expect(page.get_by_test_id("svc-invitation")).to_have_text("Need help choosing a size?")
+    say(page, "Yes, for the boots")
+    chat = Chat.objects.select_related("client").get(channel=widget.channel)
+    assert chat.client.invite_text == "Need help choosing a size?"
     assert errors == []
 
 

@@ -33,6 +33,7 @@ from agents.models import (
     Counter,
     Department,
     LiveEvent,
+    Mail,
     Message,
     OfflineMessage,
 )
@@ -614,6 +615,26 @@ def test_set_contact_info_is_kept_and_answered_as_get_contact_info(vera: Visitor
         "Ordered twice",
     )
     assert vera.ok("visitor")["contact"] == data["contact"]
+
+
+def test_the_answer_says_when_a_link_to_confirm_the_address_was_mailed(
+    vera: Visitor, settings: Any
+) -> None:
+    # Addresses no other test (nor an earlier run) had a link mailed to today.
+    address, other = (f"vera-{secrets.token_hex(4)}@example.com" for _ in range(2))
+    first = vera.ok("contact", email=address)
+    again = vera.ok("contact", email=address, name="Vera")
+    no_email = vera.ok("contact", phone="+49 30 123456")
+
+    assert first["email_link_sent"] is True  # the widget tells the visitor to open it
+    assert again["email_link_sent"] is False  # one link per address: mailed already
+    assert no_email["email_link_sent"] is False
+    assert list(Mail.objects.values_list("to", flat=True)) == [address]
+
+    # The link not mailed (the address's daily limit): nothing to look for.
+    settings.ADDRESS_CONFIRMATIONS_PER_ADDRESS_PER_DAY = 0
+    assert vera.ok("contact", email=other)["email_link_sent"] is False
+    assert Mail.objects.count() == 1
 
 
 def test_what_is_not_known_is_null(widget: WidgetChannel) -> None:
