@@ -23,11 +23,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from agents import addresses, ratelimit
-from agents.api.parsers import Unstorable, loads
+from agents import addresses, inbound
 from agents.models import Client
 from agents.streams import newest_event_id
-from config.api_errors import error_response, not_json
+from config.api_errors import error_response, method_not_allowed, not_json
 from config.signin import client_address, sender
 from devhooks.models import WidgetChannel
 from devhooks.widget import selectors
@@ -39,6 +38,7 @@ logger = logging.getLogger(__name__)
 SCRIPT = Path(settings.BASE_DIR) / "static" / "widget" / "widget.js"
 MAX_BODY = 64 * 1024
 TOO_BIG = "send a JSON object of at most 64 KB"
+TOO_MANY = "too many requests from this visitor; wait a minute"
 CORS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
@@ -101,12 +101,12 @@ class Visit:
     def client(self) -> Client:
         """The visitor, created on first need (with a new token for the browser)."""
         if self.visitor is None:
-            if not ratelimit.admit(
+            inbound.throttle(
                 key=f"widget-new:{sender(self.request)}",
                 limit=settings.WIDGET_NEW_VISITORS_PER_ADDRESS,
                 window=settings.WIDGET_RATE_WINDOW,
-            ):
-                raise RateLimited()
+                message=TOO_MANY,
+            )
             # What the new visitor's stream replays from: everything of its own.
             self.events_before = newest_event_id()
             self.visitor, self.new_token = widgets.new_visitor(self.widget, self.session())
@@ -116,10 +116,6 @@ class Visit:
         if self.visitor is None:
             raise WidgetError("no visitor with this token: send a message first")
         return self.visitor
-
-
-class RateLimited(Exception):
-    pass
 
 
 Action = Callable[[Visit], dict[str, Any]]
@@ -223,68 +219,50 @@ ACTIONS: dict[str, Action] = {
 }
 
 
-def _body(request: HttpRequest) -> tuple[dict[str, Any] | None, str]:
-    """The JSON object sent, or None and why: too big, not a JSON object, or
-    holding a string no column can keep (a NUL, half of a surrogate pair)."""
-    declared = str(request.META.get("CONTENT_LENGTH") or "0")
-    too_big = not declared.isascii() or not declared.isdigit() or int(declared) > MAX_BODY
-    if too_big or len(request.body) > MAX_BODY:  # the first refuses before reading
-        return None, TOO_BIG
-    try:
-        body = loads(request.body or b"{}", refuse_unstorable=True)
-    except Unstorable as error:
-        return None, str(error)
-    except ValueError as error:
-        return None, not_json(error)
-    if not isinstance(body, dict):
-        return None, not_json("send a JSON object")
-    return body, ""
-
-
 @csrf_exempt  # no cookie is read: the visitor's token in the body is the credential
 def visitor_api(request: HttpRequest, widget_id: str, action: str) -> HttpResponse:
-    """``POST /widget/<widget_id>/v1/<action>``: one verb of the visitor's browser."""
+    """``POST /widget/<widget_id>/v1/<action>``: one verb of the visitor's browser,
+    every answer readable from any site's origin."""
+    return _cors(_visitor_action(request, widget_id, action))
+
+
+@inbound.edge
+def _visitor_action(request: HttpRequest, widget_id: str, action: str) -> HttpResponse:
     if request.method == "OPTIONS":
-        return _cors(HttpResponse(status=204))
+        return HttpResponse(status=204)
     if request.method != "POST":
-        response = error_response(405, "method not allowed")
-        response["Allow"] = "POST, OPTIONS"
-        return _cors(response)
+        return method_not_allowed("POST", "OPTIONS")
     handler = ACTIONS.get(action)
     widget = selectors.widget_for(widget_id)
     if handler is None or widget is None:
-        return _cors(error_response(404, "no such widget or action"))
-    body, refusal = _body(request)
-    if body is None:
-        return _cors(error_response(400, refusal))
-    if not ratelimit.admit(
+        inbound.refuse(404, "no such widget or action")
+    raw = inbound.body_of(request, limit=MAX_BODY, too_large=(400, TOO_BIG))
+    # The widget's text is shown to agents as typed: a NUL or half a
+    # surrogate pair is refused, not scrubbed.
+    body = inbound.json_of(raw, refuse_unstorable=True, empty={})
+    if not isinstance(body, dict):
+        inbound.refuse(400, not_json("send a JSON object"))
+    inbound.throttle(
         key=f"widget-address:{sender(request)}",
         limit=settings.WIDGET_ADDRESS_RATE_LIMIT,
         window=settings.WIDGET_RATE_WINDOW,
-    ):
-        return _too_many()
+        message=TOO_MANY,
+    )
     visit = Visit(request, widget, body)
-    if visit.visitor is not None and not ratelimit.admit(
-        key=f"widget:{visit.visitor.pk}",
-        limit=settings.WIDGET_RATE_LIMIT,
-        window=settings.WIDGET_RATE_WINDOW,
-    ):
-        return _too_many()
+    if visit.visitor is not None:
+        inbound.throttle(
+            key=f"widget:{visit.visitor.pk}",
+            limit=settings.WIDGET_RATE_LIMIT,
+            window=settings.WIDGET_RATE_WINDOW,
+            message=TOO_MANY,
+        )
     try:
         with transaction.atomic():
             answer = handler(visit)
-    except RateLimited:
-        return _too_many()
     except WidgetError as error:  # rolled back: a visitor made for it too
-        return _cors(error_response(400, error.message))
+        inbound.refuse(400, error.message)
     answer = {"result": "ok", **answer}
     if visit.new_token:
         answer["token"] = visit.new_token
         answer["last_event_id"] = visit.events_before
-    return _cors(JsonResponse(answer))
-
-
-def _too_many() -> HttpResponse:
-    response = error_response(429, "too many requests from this visitor; wait a minute")
-    response["Retry-After"] = str(int(settings.WIDGET_RATE_WINDOW))
-    return _cors(response)
+    return JsonResponse(answer)

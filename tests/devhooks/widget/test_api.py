@@ -1118,8 +1118,21 @@ def test_every_answer_allows_any_origin(widget: WidgetChannel, settings: Any) ->
     error_of(page.http.get(page.url("session")), 405)
     error_of(Visitor(widget).post("nosuchaction"), 404)
 
+    settings.WIDGET_NEW_VISITORS_PER_ADDRESS = 1
+    address = unique_address()
+    assert Visitor(widget, address=address).post("message", text="Hi").status_code == 200
+    error_of(Visitor(widget, address=address).post("message", text="Hi"), 429)
+
+
+def test_a_limit_of_0_is_no_limit(widget: WidgetChannel, settings: Any) -> None:
+    """As on the Chat API and the Bot API (agents.inbound.throttle)."""
     settings.WIDGET_NEW_VISITORS_PER_ADDRESS = 0
-    error_of(Visitor(widget, address=unique_address()).post("message", text="Hi"), 429)
+    settings.WIDGET_RATE_LIMIT = 0
+    settings.WIDGET_ADDRESS_RATE_LIMIT = 0
+    vera = Visitor(widget, address=unique_address())
+
+    assert vera.ok("message", text="Hi")["state"] == "queued"
+    assert vera.ok("message", text="Still there?")["state"] == "queued"
 
 
 @pytest.mark.parametrize("case", ["trailing-slash", "no-action", "over-2.5MB", "crash"])
