@@ -30,6 +30,7 @@ from agents import services
 from agents.content import Content, scrub
 from agents.models import Agent, Attachment, Chat, Message
 from agents.services import InvalidState, ServiceError
+from config.text import TEXT_LIMIT
 
 THUMB_WIDTH = 320
 ORIENTATION = 0x0112  # the one EXIF tag an image keeps (docs/agent-pages.md, "Files")
@@ -258,7 +259,7 @@ def send_file(*, chat: Chat, agent: Agent, upload: UploadedFile, text: str = "")
     }
     if attachment.thumb:
         payload["thumb"] = url_of(attachment, thumb=True)
-    content = Content(message_type(attachment), scrub(text).strip()[:4000], payload)
+    content = Content(message_type(attachment), scrub(text).strip()[:TEXT_LIMIT], payload)
     try:
         return services.post_agent_message(chat=locked, agent=agent, content=content)
     except Exception:

@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from agents.models import Agent, CannedReply, Chat
 from agents.services import ServiceError
+from config.text import TEXT_LIMIT
 
 SHORTCUT = re.compile(r"[a-z0-9][a-z0-9_-]{0,49}")
-TEXT_LIMIT = 4000
 _NAMES = r"client\.name|client\.email|client\.phone|visitor\.number|agent\.name|channel\.name"
 # "{{ client.name }}" first: the single-brace form inside it would leave "{Ann}".
 PLACEHOLDER = re.compile(rf"\{{\{{\s*({_NAMES})\s*\}}\}}|\{{({_NAMES})\}}")

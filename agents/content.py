@@ -9,42 +9,27 @@ types (B. Message kinds), used for client, agent and bot messages alike.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from agents import markdown
+from config.text import TEXT_LIMIT, storable
 
 MEDIA_TYPES = ("video", "audio", "voice", "photo", "sticker", "document")
 MAX_BUTTONS = 3
 MAX_INTEGER = 2**53 - 1  # beyond this a number is not exact in JSON readers
-MAX_MARKDOWN = 4000
-# json.loads joins surrogate pairs into one character, so any left are lone.
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_MARKDOWN = TEXT_LIMIT
 
 URL_FIELDS = ("file", "thumb")
 STRING_FIELDS = ("file_name", "emoji", "performer", "title")
 POSITIVE_INT_FIELDS = ("file_size", "duration", "width", "height")
 
 
-def scrub(value: Any) -> Any:
-    """JSON text the database can store and a page can show.
-
-    JSON allows ``\u0000`` and lone surrogates (half an emoji cut by a
-    client); PostgreSQL text refuses the first and UTF-8 the second. NULs
-    go, lone surrogates become U+FFFD; dicts and lists are scrubbed through.
-    """
-    if isinstance(value, str):
-        if "\x00" in value:
-            value = value.replace("\x00", "")
-        return LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {scrub(key): scrub(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [scrub(item) for item in value]
-    return value
+# Text every column can keep (config/text.py): NULs go, lone surrogates
+# become U+FFFD. The name the core's callers know it by.
+scrub = storable
 
 
 class ContentError(ValueError):

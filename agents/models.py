@@ -16,6 +16,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from config.text import TEXT_LIMIT
+
 
 def new_public_id(nbytes: int = 12) -> str:
     """A channel's public id (and any id an admin types on a command line):
@@ -586,7 +588,7 @@ class CannedReply(models.Model):
         Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="canned_replies"
     )
     shortcut = models.CharField(max_length=50)
-    text = models.TextField(max_length=4000)
+    text = models.TextField(max_length=TEXT_LIMIT)
     created = models.DateTimeField(default=timezone.now)
     updated = models.DateTimeField(default=timezone.now)
 

@@ -7,10 +7,10 @@ from typing import Any
 from rest_framework import serializers
 
 from agents.content import ContentError, clean_content
+from config.text import TEXT_LIMIT
 
 EVENTS = ("BOT_MESSAGE", "INVITE_AGENT", "CLIENT_INFO")
 MESSAGE_TYPES = ("TEXT", "MARKDOWN", "BUTTONS")
-TEXT_LIMIT = 4000
 CONTACT_LIMITS = {"name": 255, "phone": 100, "email": 255}
 
 

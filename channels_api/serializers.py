@@ -12,10 +12,11 @@ from rest_framework import serializers
 from agents.content import ContentError, clean_content, is_http_url
 from agents.models import Message
 from channels_api.services import UserMessage
+from config.text import CLIENT_TEXT_LIMIT
 
 logger = logging.getLogger(__name__)
 
-TEXT_LIMIT = 1000
+TEXT_LIMIT = CLIENT_TEXT_LIMIT  # spec, Limits: longer text is cut
 TYPING_TYPES = ("typein", "typeout")
 
 

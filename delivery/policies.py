@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from config.text import storable
 from delivery.transport import Exchange
 
 # A try in flight holds its row this long past its timeout before the sweep
@@ -104,26 +104,6 @@ class Verdict:
     error: str  # for the owner and the log; "" when delivered
     reply: Any = None  # the parsed reply body
     retry_after: float | None = None  # seconds the target asked us to wait
-
-
-# json.loads joins surrogate pairs into one character, so any left are lone.
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def storable(value: Any) -> Any:
-    """``value`` with every string fit for PostgreSQL text and jsonb.
-
-    NUL becomes U+FFFD, and so does a lone surrogate (a JSON escape like
-    ``"\\ud83d"`` that UTF-8 cannot hold); dicts and lists are walked through.
-    """
-    if isinstance(value, str):
-        value = value.replace("\x00", "\ufffd")
-        return LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {storable(key): storable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [storable(item) for item in value]
-    return value
 
 
 def _no_constant(name: str) -> Any:

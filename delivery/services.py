@@ -37,9 +37,10 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from config.text import storable
 from delivery import handlers, signing, transport
 from delivery.models import Delivery, DeliveryAttempt, Endpoint
-from delivery.policies import Policy, get_policy, judge, storable
+from delivery.policies import Policy, get_policy, judge
 from delivery.ssrf import validate_endpoint_url
 
 __all__ = [

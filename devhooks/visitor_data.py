@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from config.text import CLIENT_TEXT_LIMIT
 from devhooks.models import IntegrationSettings
 
 GEOIP_FIELDS = (
@@ -33,7 +34,7 @@ LINK_IN_TEXT = re.compile(r"(?i)(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+")
 
 # What custom data may hold, at most.
 MAX_FIELDS = 50
-MAX_TEXT = 1000
+MAX_TEXT = CLIENT_TEXT_LIMIT
 
 
 def limited(value: Any, limit: int = MAX_TEXT) -> str:

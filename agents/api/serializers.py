@@ -8,8 +8,9 @@ from rest_framework import serializers
 from agents import transcripts
 from agents.content import ContentError, clean_content
 from agents.models import Call, Chat, Client, Message
+from config.text import TEXT_LIMIT
 
-AGENT_TEXT_LIMIT = 4000
+AGENT_TEXT_LIMIT = TEXT_LIMIT
 
 
 class ChannelOut(serializers.Serializer[Any]):

@@ -28,6 +28,7 @@ from agents.api.serializers import MessageIn
 from agents.attachments import KINDS
 from agents.models import Agent, Call, Chat, Message, OfflineMessage
 from agents.streams import newest_event_id
+from config.text import TEXT_LIMIT
 
 MESSAGE_PAGE = 500
 LIST_LENGTH = 100
@@ -290,7 +291,7 @@ def finish(request: HttpRequest, chat_id: int) -> HttpResponse:
 def send(request: HttpRequest, chat_id: int) -> HttpResponse:
     data = MessageIn(data={"type": "text", "text": request.POST.get("text", "")})
     if not data.is_valid():
-        error = services.ServiceError("write a message of up to 4000 characters first")
+        error = services.ServiceError(f"write a message of up to {TEXT_LIMIT} characters first")
         return _refused(request, error, _chat(request, chat_id))
     content = data.validated_data["content"]
     if request.POST.get("as") == "note":  # the reply box in note mode, or the note box

@@ -14,6 +14,7 @@ from agents.content import Content
 from agents.models import Agent, Chat, ChatSeen, Client, Department, Message
 from agents.services.errors import InvalidState, ServiceError
 from agents.services.locks import _lock, _lock_client, _open_chat_of
+from config.text import TEXT_LIMIT
 
 
 @transaction.atomic
@@ -202,7 +203,7 @@ def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message
     return _post(chat, Message.Author.AGENT, content, agent)
 
 
-NOTE_LIMIT = 4000
+NOTE_LIMIT = TEXT_LIMIT
 
 
 @transaction.atomic

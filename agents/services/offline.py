@@ -14,8 +14,9 @@ from agents.models import Agent, Channel, Client, Message, OfflineMessage
 from agents.services.calls import normalise_phone
 from agents.services.chats import _keep_blacklisted_message
 from agents.services.errors import ServiceError
+from config.text import TEXT_LIMIT
 
-OFFLINE_MESSAGE_MAX = 4000
+OFFLINE_MESSAGE_MAX = TEXT_LIMIT
 
 
 @transaction.atomic
@@ -55,12 +56,12 @@ def leave_offline_message(
             raise ServiceError("the e-mail address is longer than 255 characters")
     if phone.strip():
         phone = normalise_phone(phone)
-    if len(name) > 255 or len(description) > 4000:
+    if len(name) > 255 or len(description) > TEXT_LIMIT:
         raise ServiceError("the name or the description is too long")
     if client is not None and client.is_blacklisted:
         # Taken as usual, kept with the client's other messages, told to nobody.
         reach = ", ".join(filter(None, [name, email, phone]))
-        kept = Content(Message.Type.TEXT, f"{message}\n\n(offline form: {reach})"[:4000], {})
+        kept = Content(Message.Type.TEXT, f"{message}\n\n(offline form: {reach})"[:TEXT_LIMIT], {})
         _keep_blacklisted_message(client, kept, "")
         return None
     offline = OfflineMessage.objects.create(

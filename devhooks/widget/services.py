@@ -26,6 +26,7 @@ from agents import services as chats
 from agents.api.parsers import id_from
 from agents.content import Content
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
+from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
 from devhooks.models import IntegrationSettings, WidgetChannel
 from devhooks.visitor_data import UTM_FIELDS, clean_custom_data
 from devhooks.widget import geoip
@@ -34,10 +35,10 @@ from devhooks.widget.tokens import issue_visitor_token
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGE = 1000  # as a Chat API message: the rest is cut (spec, Limits)
+MAX_MESSAGE = CLIENT_TEXT_LIMIT  # as a Chat API message: the rest is cut (spec, Limits)
 MAX_CUSTOM_FIELDS = 10
 MAX_USER_TOKEN = 255
-CONTACT_LIMITS = {"name": 255, "email": 255, "phone": 100, "description": 4000}
+CONTACT_LIMITS = {"name": 255, "email": 255, "phone": 100, "description": TEXT_LIMIT}
 
 
 class WidgetError(Exception):
