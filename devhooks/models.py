@@ -1,4 +1,5 @@
-"""The installation's developer-webhook settings (one row) and the Safe URL rule."""
+"""The installation's developer-webhook settings (one row) and the Safe URL
+rule, which chat each webhook delivery is about, and the widget channels."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
-from agents.models import Channel, Department
-from delivery.models import Endpoint
+from agents.models import Channel, Chat, Department
+from delivery.models import Delivery, Endpoint
 from delivery.ssrf import stray_character
 
 HEX_COLOR = r"^#[0-9a-fA-F]{6}$"
@@ -93,6 +94,21 @@ class IntegrationSettings(models.Model):
 
 def default_rules() -> dict[str, object]:
     return {"invitations": []}
+
+
+class WebhookDelivery(models.Model):
+    """Which chat a developer-webhook delivery is about: one row per delivery
+    of a chat's event, written with it (``webhooks.services.send``), so the
+    CRM's answer reaches its chat by a link, as A3's and B1's do
+    (``channels_api.MessageDelivery``, ``bots.BotEvent``)."""
+
+    delivery = models.OneToOneField(
+        Delivery, on_delete=models.CASCADE, related_name="developer_webhook"
+    )
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"chat {self.chat_id} → delivery {self.delivery_id}"
 
 
 class WidgetChannel(models.Model):

@@ -19,7 +19,7 @@ from agents import services as chats
 from agents.models import Chat
 from delivery import services as delivery
 from delivery.models import Delivery
-from devhooks.models import EVENTS, IntegrationSettings
+from devhooks.models import EVENTS, IntegrationSettings, WebhookDelivery
 from devhooks.visitor_data import clean_custom_data, drop_foreign_links, limited, safe_link
 
 PURPOSE = "devhook"
@@ -120,13 +120,19 @@ def set_developer_webhook(
 
 
 def send(
-    event_name: str, body: dict[str, Any], *, ordering_key: str = "", subject: str = ""
+    event_name: str,
+    body: dict[str, Any],
+    *,
+    ordering_key: str = "",
+    subject: str = "",
+    chat: Chat | None = None,
 ) -> Delivery | None:
-    """Enqueue one event in the caller's transaction, when it is to be sent."""
+    """Enqueue one event in the caller's transaction, when it is to be sent;
+    an event of ``chat`` is linked to it (``WebhookDelivery``)."""
     config = IntegrationSettings.load()
     if config.endpoint is None or not config.sends(event_name):
         return None
-    return delivery.enqueue(
+    sent = delivery.enqueue(
         endpoint=config.endpoint,
         purpose=PURPOSE,
         event=event_name,
@@ -135,6 +141,15 @@ def send(
         ordering_key=ordering_key,
         subject=subject,
     )
+    if chat is not None:
+        WebhookDelivery.objects.create(delivery=sent, chat=chat)
+    return sent
+
+
+def chat_of(item: Delivery) -> Chat | None:
+    """The chat a webhook delivery is about, None for a call's or an offline message's."""
+    link = WebhookDelivery.objects.select_related("chat__client").filter(delivery=item).first()
+    return link.chat if link is not None else None
 
 
 # --- the chat_accepted answer, through Safe URL --------------------------------

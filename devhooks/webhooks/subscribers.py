@@ -26,7 +26,9 @@ def _chat(chat_id: int) -> Chat:
 
 
 def _send_chat_event(event_name: str, chat: Chat, body: dict[str, Any]) -> None:
-    services.send(event_name, body, ordering_key=f"chat:{chat.pk}", subject=f"chat:{chat.pk}")
+    services.send(
+        event_name, body, ordering_key=f"chat:{chat.pk}", subject=f"chat:{chat.pk}", chat=chat
+    )
 
 
 def on_chat_accepted(event: events.ChatAccepted) -> None:
@@ -78,21 +80,15 @@ def on_offline_message(event: events.OfflineMessageReceived) -> None:
     )
 
 
-def _chat_of(item: Delivery) -> Chat | None:
-    if not item.subject.startswith("chat:"):
-        return None
-    return Chat.objects.select_related("client").filter(pk=int(item.subject[5:])).first()
-
-
 def on_delivered(item: Delivery, reply: Any) -> None:
-    chat = _chat_of(item) if item.event == "chat_accepted" else None
+    chat = services.chat_of(item) if item.event == "chat_accepted" else None
     if chat is not None:
         services.read_accept_reply(chat, reply)
 
 
 def on_failed(item: Delivery, error: str) -> None:
     """A chat_assigned the CRM refused (or never took): the agent may assign again."""
-    chat = _chat_of(item) if item.event == "chat_assigned" else None
+    chat = services.chat_of(item) if item.event == "chat_assigned" else None
     if chat is not None:
         chats.crm_assign_failed(chat=chat, error=error)
 

@@ -3,14 +3,17 @@ of a chat_accepted answer (through a real local HTTP server)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 
 from agents.models import Chat
 from delivery.models import Delivery, DeliveryAttempt
+from devhooks.models import WebhookDelivery
 from devhooks.webhooks.services import set_developer_webhook
 from tests.delivery.target import Reply, Target, drive
 from tests.devhooks.conftest import Scene
@@ -236,3 +239,43 @@ def test_a_refused_assignment_can_be_made_again(scene: Scene, crm: Target) -> No
     assert note is not None and note.text.endswith("result: FAILURE")
     services.request_crm_assign(chat=chat, agent=scene.agent)  # pressed again: asked again
     assert Delivery.objects.filter(event="chat_assigned").count() == 2
+
+
+def test_the_answer_reaches_its_chat_by_the_link_row_not_by_the_subject(
+    scene: Scene, crm: Target
+) -> None:
+    """A chat's delivery is linked to its chat (WebhookDelivery), as A3's and
+    B1's are: the subject is a label for the log, read by nothing."""
+    set_developer_webhook(url=crm.url())
+    crm.script(answer(ANSWER))
+    chat = scene.active_chat()
+    item = Delivery.objects.get(purpose="devhook", event="chat_accepted")
+    assert WebhookDelivery.objects.get(delivery=item).chat_id == chat.pk
+    Delivery.objects.filter(pk=item.pk).update(subject="relabelled")
+
+    drive(Delivery.objects.get(pk=item.pk))
+
+    chat.refresh_from_db()
+    assert chat.crm_link == "https://crm.example.com/card/7"
+
+
+def test_the_migration_links_the_deliveries_made_before_the_link_rows(
+    scene: Scene, crm: Target
+) -> None:
+    set_developer_webhook(url=crm.url())
+    chat = scene.active_chat()
+    item = Delivery.objects.get(purpose="devhook", event="chat_accepted")
+    WebhookDelivery.objects.all().delete()
+    Delivery.objects.filter(pk=item.pk).update(subject=f"chat:{chat.pk}")
+    gone = Delivery.objects.create(
+        endpoint=item.endpoint, purpose="devhook", event="chat_finished", body="{}",
+        policy=item.policy, subject="chat:999999",
+    )  # fmt: skip
+    migration = importlib.import_module("devhooks.migrations.0005_webhook_delivery")
+
+    migration.link_existing_deliveries(django_apps, None)
+
+    assert list(WebhookDelivery.objects.values_list("delivery_id", "chat_id")) == [
+        (item.pk, chat.pk)
+    ]
+    assert not WebhookDelivery.objects.filter(delivery=gone).exists()
