@@ -61,19 +61,27 @@ def is_trusted(*, client: Client, address: str) -> bool:
     return bool(key) and client.addresses.filter(address=key, confirmed_at__isnull=False).exists()
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # on the inbound path: in the caller's transaction
 def record_address(
     *, client: Client, address: str, source: str, agent: Agent | None = None
 ) -> ClientAddress:
     """Note that ``source`` gave ``address`` for ``client``: trusted at once
     from a trusted source; from the visitor or a bot, a link to confirm it
     is mailed to it (once per address and client)."""
+    trusted = source in TRUSTED_SOURCES
     row, _created = ClientAddress.objects.select_for_update().get_or_create(
-        client=client, address=address.strip().lower(), defaults={"source": source}
+        client=client,
+        address=address.strip().lower(),
+        # A new address from a trusted source is made trusted (one INSERT).
+        defaults={
+            "source": source,
+            "confirmed_at": timezone.now() if trusted else None,
+            "confirmed_by": agent if trusted else None,
+        },
     )
     if row.trusted:
         return row
-    if source in TRUSTED_SOURCES:
+    if trusted:
         row.source, row.confirmed_at, row.confirmed_by = source, timezone.now(), agent
         row.token_hash = ""
         row.save(update_fields=["source", "confirmed_at", "confirmed_by", "token_hash"])

@@ -17,8 +17,11 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from agents.models import Chat, Message
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +33,12 @@ class Event:
 
 @dataclass(frozen=True)
 class ChatOpened(Event):
-    """A client's first message opened a chat (state BOT or QUEUED)."""
+    """A client's first message opened a chat (state BOT or QUEUED); ``chat``
+    is the row as made."""
 
     chat_id: int
     state: str
+    chat: Chat = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,16 @@ class BlacklistLifted(Event):
 
 @dataclass(frozen=True)
 class MessagePosted(Event):
-    """A client, agent, bot or system message was stored in a chat."""
+    """A client, agent, bot or system message was stored in a chat.
+
+    ``message`` is the row as stored, with its chat (read under the chat's
+    lock, so its state is the chat's now): subscribers read neither again.
+    """
 
     chat_id: int
     message_id: int
     author: str
+    message: Message = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)

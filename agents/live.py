@@ -151,18 +151,19 @@ def message_data(message: Message) -> dict[str, Any]:
 
 
 def on_message_posted(event: events.MessagePosted) -> None:
-    message = Message.objects.select_related("agent").get(pk=event.message_id)
-    chat = _chat(event.chat_id)
+    message = event.message
     _chat_event(
         "message",
-        chat,
+        message.chat,
         {"message": message_data(message)},
         for_client=message.author in CLIENT_VISIBLE_AUTHORS,
     )
 
 
 def on_chat_state(event: events.Event) -> None:
-    chat = _chat(event.chat_id)  # type: ignore[attr-defined]  # every chat event has it
+    # A chat just opened comes with the event; every other chat event has its id.
+    opened = isinstance(event, events.ChatOpened)
+    chat = event.chat if opened else _chat(event.chat_id)  # type: ignore[attr-defined]
     kind = {
         events.ChatOpened: "chat.opened",
         events.ChatQueued: "chat.queued",

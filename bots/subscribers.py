@@ -22,8 +22,10 @@ from delivery.models import Delivery
 
 
 def on_message_posted(event: events.MessagePosted) -> None:
-    if event.author == Message.Author.CLIENT:
-        services.forward_client_message(message=Message.objects.get(pk=event.message_id))
+    # Only a chat the bot has hears of its client's messages (the event's
+    # chat was read under its lock: its state is the chat's now).
+    if event.author == Message.Author.CLIENT and event.message.chat.state == Chat.State.BOT:
+        services.forward_client_message(message=event.message)
 
 
 def on_chat_accepted(event: events.ChatAccepted) -> None:

@@ -16,7 +16,7 @@ from django.db import transaction
 from agents import idempotency
 from agents import services as chats
 from agents.content import Content
-from agents.models import Agent, Channel, Chat, Client, ClientAddress, Message
+from agents.models import Agent, Channel, Chat, ClientAddress, Message
 from channels_api import payloads, selectors
 from channels_api.models import ChatApiChannel, MessageDelivery, new_path_secret
 from delivery import services as delivery
@@ -144,13 +144,27 @@ def receive_user_message(
         external_id=message.sender_id,
         contact=message.contact,
         address_source=ClientAddress.Source.INTEGRATOR,
+        lock=True,  # the row the posting verb would lock next: read once
     )
-    if chat_api.unique_message_ids and _seen_message_id(client, message.message_id):
-        logger.info("chat_api.duplicate_message message_id=%s", message.message_id)
-        return None
-    stored = chats.post_client_message(
-        client=client, content=message.content, external_id=message.message_id
-    )
+    if chat_api.unique_message_ids:
+        # The core checks for an earlier message with this id under the client's lock.
+        once = chats.post_client_message_once(
+            client=client,
+            content=message.content,
+            external_id=message.message_id,
+            client_locked=True,
+        )
+        if once is None:
+            logger.info("chat_api.duplicate_message message_id=%s", message.message_id)
+            return None
+        stored = once
+    else:
+        stored = chats.post_client_message(
+            client=client,
+            content=message.content,
+            external_id=message.message_id,
+            client_locked=True,
+        )
     logger.info(
         "chat_api.user_message channel=%s chat=%s message=%s message_id=%s",
         chat_api.channel.public_id, stored.chat_id, stored.pk, message.message_id,
@@ -164,17 +178,6 @@ def _set_typing(chat_api: ChatApiChannel, message: UserMessage) -> None:
     chat = selectors.open_chat_of_sender(chat_api=chat_api, sender_id=message.sender_id)
     if chat is not None:
         chats.set_client_typing(chat=chat, typing=message.type == "typein")
-
-
-def _seen_message_id(client: Client, message_id: str) -> bool:
-    if not message_id:
-        return False
-    # One check at a time per client, so two concurrent retries of one
-    # message cannot both find no duplicate.
-    Client.objects.select_for_update().filter(pk=client.pk).first()
-    return Message.objects.filter(
-        chat__client=client, author=Message.Author.CLIENT, external_id=message_id
-    ).exists()
 
 
 # --- A3: agent and bot messages, agent typing out ---------------------------

@@ -4,6 +4,7 @@ database, so a test that counts from zero starts its keys afresh."""
 from __future__ import annotations
 
 import redis
+from django.db import connection
 
 from agents import ratelimit
 
@@ -14,3 +15,13 @@ def forget_rate(key: str) -> None:
         store = redis.Redis.from_url(ratelimit.redis_url())
         for name in store.keys(f"{{{ratelimit.KEY_PREFIX}{key}}}:*"):
             store.delete(name)
+
+
+def rate_limit_statements(admits: int = 1) -> int:
+    """The statements ``admits`` rate-limit checks add to a request's count:
+    none with Redis; with the hits as rows (the embedded default), each runs
+    in a savepoint: delete the old hits, count, insert (and on PostgreSQL an
+    advisory lock first)."""
+    if ratelimit.redis_url():
+        return 0
+    return admits * (6 if connection.vendor == "postgresql" else 5)

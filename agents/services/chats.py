@@ -22,10 +22,15 @@ def open_chat(
     *, client: Client, state: str = Chat.State.QUEUED, department: Department | None = None
 ) -> Chat:
     """Open a chat for ``client``, with the bot (BOT) or straight in the queue."""
-    if state not in (Chat.State.BOT, Chat.State.QUEUED):
-        raise InvalidState(f"a chat opens in state bot or queued, not {state}")
     if _open_chat_of(client) is not None:
         raise InvalidState("the client already has an open chat")
+    return _open(client, state, department)
+
+
+def _open(client: Client, state: str, department: Department | None) -> Chat:
+    """The new chat (the one-open-chat constraint refuses a second)."""
+    if state not in (Chat.State.BOT, Chat.State.QUEUED):
+        raise InvalidState(f"a chat opens in state bot or queued, not {state}")
     now = timezone.now()
     chat = Chat.objects.create(
         channel=client.channel,
@@ -35,7 +40,7 @@ def open_chat(
         created=now,
         queued_at=now if state == Chat.State.QUEUED else None,
     )
-    events.publish(events.ChatOpened(chat_id=chat.pk, state=state))
+    events.publish(events.ChatOpened(chat_id=chat.pk, state=state, chat=chat))
     return chat
 
 
@@ -44,7 +49,7 @@ def _open_or_join(client: Client, state: str, department: Department | None = No
     now (the partial unique constraint says so), join that one."""
     try:
         with transaction.atomic():
-            return open_chat(client=client, state=state, department=department)
+            return _open(client, state, department)
     except IntegrityError:
         chat = _open_chat_of(client)
         if chat is None:
@@ -52,7 +57,7 @@ def _open_or_join(client: Client, state: str, department: Department | None = No
         return chat
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # the inbound path's verb: no savepoint of its own
 def post_client_message(
     *,
     client: Client,
@@ -60,16 +65,56 @@ def post_client_message(
     external_id: str = "",
     open_state: str | None = None,
     department: Department | None = None,
+    client_locked: bool = False,
 ) -> Message:
     """Store a client's message, opening a chat when the client has none open.
 
     A new chat opens with the bot when the channel has one (``agents.routing``),
     else in the queue; ``open_state`` overrides that. ``department`` is the
-    one the client chose, for a chat it opens.
+    one the client chose, for a chat it opens. ``client_locked``: ``client``
+    was read under its lock in this transaction (``get_or_create_client(lock=True)``).
     """
-    # Read under the client's lock: a blacklisting that commits meanwhile is
-    # seen here, not after this message opened a chat.
-    blacklisted_at = _lock_client(client.pk)
+    blacklisted_at = _client_lock(client, client_locked)
+    return _post_client_message(
+        client, blacklisted_at, content, external_id, open_state, department
+    )
+
+
+@transaction.atomic(savepoint=False)
+def post_client_message_once(
+    *, client: Client, content: Content, external_id: str, client_locked: bool = False
+) -> Message | None:
+    """``post_client_message``, unless the client sent a message with this
+    ``external_id`` before: then nothing is stored (None). The check runs
+    under the client's lock, so two concurrent retries of one message store
+    it once."""
+    blacklisted_at = _client_lock(client, client_locked)
+    if (
+        external_id
+        and Message.objects.filter(
+            chat__client=client, author=Message.Author.CLIENT, external_id=external_id
+        ).exists()
+    ):
+        return None
+    return _post_client_message(client, blacklisted_at, content, external_id, None, None)
+
+
+def _client_lock(client: Client, locked: bool) -> datetime | None:
+    """When the client was blacklisted, read under the client's lock (taken
+    here unless ``locked``): a blacklisting that commits meanwhile is seen
+    here, not after this message opened a chat."""
+    return client.blacklisted_at if locked else _lock_client(client.pk)
+
+
+def _post_client_message(
+    client: Client,
+    blacklisted_at: datetime | None,
+    content: Content,
+    external_id: str,
+    open_state: str | None,
+    department: Department | None,
+) -> Message:
+    """The client's message, its client locked (``blacklisted_at`` read under the lock)."""
     if blacklisted_at is not None:
         client.blacklisted_at = blacklisted_at
         return _keep_blacklisted_message(client, content, external_id)
@@ -90,8 +135,11 @@ def post_client_message(
     Chat.objects.filter(pk=chat.pk).update(
         client_typing_until=None, last_message_at=message.created
     )
+    chat.client_typing_until, chat.last_message_at = None, message.created
     events.publish(
-        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=message.author)
+        events.MessagePosted(
+            chat_id=chat.pk, message_id=message.pk, author=message.author, message=message
+        )
     )
     return message
 
@@ -177,7 +225,10 @@ def _post(
         payload=content.payload,
     )
     Chat.objects.filter(pk=chat.pk).update(last_message_at=message.created)
-    events.publish(events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author))
+    chat.last_message_at = message.created
+    events.publish(
+        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author, message=message)
+    )
     return message
 
 
@@ -309,7 +360,8 @@ def post_bot_message(*, chat: Chat, content: Content, sender_name: str = "") -> 
 
 @transaction.atomic
 def post_system_message(*, chat: Chat, text: str) -> Message:
-    return _post(chat, Message.Author.SYSTEM, Content("text", text, {}))
+    # Read again under its lock: the message's event carries the chat as it is.
+    return _post(_lock(chat), Message.Author.SYSTEM, Content("text", text, {}))
 
 
 @transaction.atomic

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from agents import addresses, events
@@ -38,32 +38,42 @@ def _next_visitor_number() -> int:
     return Counter.objects.get(name=VISITOR_COUNTER).value
 
 
-@transaction.atomic
+# One transaction with the caller's, no savepoint of its own: the inbound
+# path of every message runs it (docs/architecture.md, "Inbound requests").
+@transaction.atomic(savepoint=False)
 def get_or_create_client(
     *,
     channel: Channel,
     external_id: str | int,
     contact: Mapping[str, str] | None = None,
     address_source: str = "",
+    lock: bool = False,
 ) -> Client:
     """The client ``external_id`` of ``channel``, created on first sight.
 
     New non-empty contact values update the client the agent sees
-    (``address_source`` as in ``update_client_contact``).
+    (``address_source`` as in ``update_client_contact``). With ``lock`` the
+    client's row is read under its lock, held to the transaction's end, for
+    a verb that would lock it next (``post_client_message(client_locked=True)``):
+    the row is read once.
     """
-    client = Client.objects.filter(channel=channel, external_id=str(external_id)).first()
+    clients = Client.objects.select_for_update() if lock else Client.objects
+    client = clients.filter(channel=channel, external_id=str(external_id)).first()
     created = False
     if client is None:
-        client, created = Client.objects.get_or_create(
-            channel=channel,
-            external_id=str(external_id),
-            # A callable default runs inside get_or_create's savepoint, so a lost
-            # race for the same client gives its visitor number back.
-            defaults={
-                "external_id_raw": external_id,
-                "visitor_number": _next_visitor_number,  # type: ignore[misc]
-            },
-        )
+        try:
+            # The visitor number is taken inside the savepoint, so a lost race
+            # for the same client gives it back.
+            with transaction.atomic():
+                client = Client.objects.create(
+                    channel=channel,
+                    external_id=str(external_id),
+                    external_id_raw=external_id,
+                    visitor_number=_next_visitor_number(),
+                )
+            created = True
+        except IntegrityError:  # made by a concurrent request meanwhile
+            client = clients.get(channel=channel, external_id=str(external_id))
     if not created and client.external_id_raw != external_id:
         Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
         client.external_id_raw = external_id
@@ -72,7 +82,7 @@ def get_or_create_client(
     return client
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # on the inbound path: in the caller's transaction
 def update_client_contact(
     *,
     client: Client,

@@ -25,9 +25,16 @@ def test_first_client_message_opens_a_queued_chat(published: list[events.Event])
     assert chat.state == Chat.State.QUEUED and chat.queued_at is not None
     assert chat.channel == client.channel
     assert published == [
-        events.ChatOpened(chat_id=chat.pk, state="queued"),
-        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author="client"),
+        events.ChatOpened(chat_id=chat.pk, state="queued", chat=chat),
+        events.MessagePosted(
+            chat_id=chat.pk, message_id=message.pk, author="client", message=message
+        ),
     ]
+    # The rows ride along, so no subscriber reads them again; the chat as it is now.
+    opened, posted = published
+    assert isinstance(opened, events.ChatOpened) and isinstance(posted, events.MessagePosted)
+    assert opened.chat is chat and posted.message is message
+    assert posted.message.chat.last_message_at == message.created
 
 
 def test_next_client_message_goes_to_the_open_chat(published: list[events.Event]) -> None:
@@ -45,7 +52,9 @@ def test_a_chat_can_open_with_the_bot(published: list[events.Event]) -> None:
         client=ClientFactory.create(), content=text("hi"), open_state=Chat.State.BOT
     )
 
-    assert published[0] == events.ChatOpened(chat_id=message.chat_id, state=Chat.State.BOT)
+    assert published[0] == events.ChatOpened(
+        chat_id=message.chat_id, state=Chat.State.BOT, chat=message.chat
+    )
 
 
 def test_a_chat_with_the_bot_can_be_queued(published: list[events.Event]) -> None:
@@ -106,7 +115,9 @@ def test_agent_message_needs_an_active_chat_of_the_agent(published: list[events.
 
     assert (message.author, message.agent, message.text) == ("agent", agent, "hello")
     assert published == [
-        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author="agent")
+        events.MessagePosted(
+            chat_id=chat.pk, message_id=message.pk, author="agent", message=message
+        )
     ]
 
 

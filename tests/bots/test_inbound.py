@@ -13,6 +13,7 @@ from agents.models import Agent, Chat, Client, Message
 from bots import services
 from tests.bots.conftest import TOKEN, BotSetup
 from tests.factories import ChatFactory
+from tests.limits import rate_limit_statements
 
 pytestmark = pytest.mark.django_db
 
@@ -342,3 +343,22 @@ def test_a_retry_with_a_key_acted_on_is_answered_before_its_body_is_parsed(
 
     assert (retry.status_code, retry.json()) == (200, {"result": "ok"})
     assert chat.messages.filter(author="bot").count() == 1
+
+
+# --- the query budget (issue 23): statements one B2 may run, savepoints
+# included, on PostgreSQL with Redis (tests/limits.py adds the embedded
+# default's rate-limit rows).
+
+
+def test_b2_stays_within_its_query_budget(
+    bot: BotSetup, django_assert_max_num_queries: Any
+) -> None:
+    chat = bot.say("hi")
+    event = message_event(chat, {"type": "TEXT", "text": "hello"})
+
+    with django_assert_max_num_queries(24 + rate_limit_statements()):
+        assert bot.b2(event).status_code == 200
+    with django_assert_max_num_queries(28 + rate_limit_statements()):
+        assert bot.b2(event, **{"Idempotency-Key": "k-budget"}).status_code == 200
+
+    assert chat.messages.filter(author="bot").count() == 2

@@ -10,6 +10,7 @@ from agents import services
 from agents.models import Agent, Chat, Client, Message
 from channels_api.models import ChatApiChannel
 from tests.channels_api.conftest import Integrator, path_of
+from tests.limits import rate_limit_statements
 
 pytestmark = pytest.mark.django_db
 
@@ -385,3 +386,46 @@ def test_an_inactive_channel_refuses_messages(
 
 def test_path_of() -> None:
     assert path_of("http://h:1/a/b/c") == "/a/b/c"
+
+
+# --- the query budget (issue 23: each row read once on the inbound path) ----
+# Statements one A2 may run, savepoints included, counted as pytest-django
+# counts them (docs/architecture.md, "Inbound requests"). Measured on
+# PostgreSQL with Redis; on the embedded default the rate limit keeps its
+# hits in the database, which adds its own statements (RATE_LIMIT_IN_DB).
+
+
+def test_a2_of_a_new_client_and_of_a_known_one_stays_within_its_query_budget(
+    integrator: Integrator, django_assert_max_num_queries: Any
+) -> None:
+    sender = {"id": "u-budget", "name": "Ann"}
+    message = {"type": "text", "text": "hello"}
+
+    with django_assert_max_num_queries(20 + rate_limit_statements()):
+        assert integrator.post({"sender": sender, "message": message}).status_code == 200
+    with django_assert_max_num_queries(14 + rate_limit_statements()):
+        assert integrator.post({"sender": sender, "message": message}).status_code == 200
+
+    assert Message.objects.filter(chat__client__external_id="u-budget").count() == 2
+
+
+def test_a2_with_every_option_stays_within_its_query_budget(
+    chat_api: ChatApiChannel, integrator: Integrator, django_assert_max_num_queries: Any
+) -> None:
+    """An address to record, a message id checked for repeats, an Idempotency-Key."""
+    chat_api.unique_message_ids = True
+    chat_api.save(update_fields=["unique_message_ids"])
+    sender = {"id": "u-budget", "name": "Ann", "email": "ann@example.com"}
+
+    def say(number: int) -> Any:
+        message = {"type": "text", "text": "hello", "id": f"m-{number}"}
+        return integrator.post(
+            {"sender": sender, "message": message}, **{"Idempotency-Key": f"k-{number}"}
+        )
+
+    with django_assert_max_num_queries(29 + rate_limit_statements()):
+        assert say(1).status_code == 200
+    with django_assert_max_num_queries(14 + rate_limit_statements()):
+        assert say(2).status_code == 200
+
+    assert Message.objects.filter(chat__client__external_id="u-budget").count() == 2

@@ -47,6 +47,7 @@ from devhooks.widget import views
 from devhooks.widget.services import create_widget_channel
 from devhooks.widget.tokens import client_for_visitor_token
 from tests.factories import AgentFactory, text
+from tests.limits import rate_limit_statements
 
 NUL_REFUSED = "a text holds a NUL character or half of a surrogate pair"
 pytestmark = pytest.mark.django_db
@@ -1571,3 +1572,20 @@ def test_a_department_id_no_row_could_have_opens_the_chat_without_one(
     visitor = Visitor(widget)
     visitor.ok("message", text="Hi", department_id=value)
     assert Chat.objects.get(client=visitor.client).department is None
+
+
+# --- the query budget (issue 23): statements the widget's send may run,
+# savepoints included, on PostgreSQL with Redis (tests/limits.py adds the
+# embedded default's rate-limit rows: the address's, the new visitor's and
+# then the visitor's own count).
+
+
+def test_the_widgets_send_stays_within_its_query_budget(
+    vera: Visitor, django_assert_max_num_queries: Any
+) -> None:
+    with django_assert_max_num_queries(28 + rate_limit_statements(admits=2)):
+        vera.ok("message", text="Hi there")
+    with django_assert_max_num_queries(11 + rate_limit_statements(admits=2)):
+        vera.ok("message", text="Still there?")
+
+    assert Message.objects.filter(chat__client=vera.client).count() == 2
