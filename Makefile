@@ -68,8 +68,13 @@ run: $(STAMP)
 	    --bind $(HOST):$(PORT) --workers 2 & pids="$$pids $$!"; \
 	  wait -n'
 
+# The suite runs in TEST_PROCESSES processes (pytest-xdist): its tests mostly
+# wait on servers, workers and browsers, so more processes than cores help.
+# Each has its own test database, VAR_DIR and two Redis databases counted up
+# from REDIS_URL's (docs/testing.md). The 20 slowest tests are listed at the end.
+TEST_PROCESSES ?= 3
 test: $(STAMP) chromium
-	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=20
 
 # The README's screenshots, refreshed by the browser tests (make test leaves them alone).
 screenshots: $(STAMP) chromium

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -9,6 +11,7 @@ from rest_framework.test import APIClient
 from agents import events
 from agents.models import Agent
 from agents.tokens import issue_token
+from config.settings import redis_database_after
 from tests.factories import AgentFactory
 from tests.worker import Worker
 
@@ -85,3 +88,28 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("tests that did not run (FAIL_ON_SKIP=1)", red=True)
         for nodeid in _skipped:
             terminalreporter.line(nodeid)
+
+
+# --- a parallel run (pytest-xdist, docs/testing.md) ---------------------------
+# `make test` runs the suite in several worker processes. pytest-django gives
+# each its own test database on PostgreSQL; here each also gets its own VAR_DIR
+# (the SQLite file, the filesystem broker, the cache, stored files) and its own
+# two Redis databases (broker and cache), so the Celery worker and web server a
+# test process starts serve that process's tests only. The variables are set in
+# the worker process before Django reads its settings.
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+    var_dir = Path(os.environ.get("VAR_DIR") or Path(__file__).resolve().parents[1] / "var")
+    base_redis_url = os.environ.get("REDIS_URL", "")
+    if base_redis_url and os.environ.get("REDIS_CACHE_URL"):
+        raise pytest.UsageError("a parallel run derives each worker's cache: unset REDIS_CACHE_URL")
+    for spec in specs:
+        spec.env["VAR_DIR"] = str(var_dir / spec.id)
+        if base_redis_url:
+            # gw0 takes REDIS_URL's database and the next, gw1 the two after, …
+            redis_url = base_redis_url
+            for _ in range(2 * int(spec.id.removeprefix("gw"))):
+                redis_url = redis_database_after(redis_url)
+            spec.env["REDIS_URL"] = redis_url

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.conf import global_settings
 from django.conf import settings as django_settings
 from django.contrib.auth.password_validation import validate_password
 from django.core.management import CommandError, call_command
@@ -44,6 +45,23 @@ def signed_in(agent: Agent, password: str = PASSWORD, address: str = "203.0.113.
 def can_sign_in(agent: Agent, password: str) -> bool:
     answer = Browser().post("/agent/login/", {"username": agent.email, "password": password})
     return answer.status_code == 302 and answer["Location"] == "/agent/"
+
+
+# --- the hash -------------------------------------------------------------------
+
+
+def test_production_hashes_with_pbkdf2_and_a_password_so_hashed_signs_in(settings: Any) -> None:
+    """The suite hashes with MD5 for speed (tests/settings.py); production's
+    own hasher, at its real cost, is this test's."""
+    import config.settings
+
+    # config/settings.py keeps Django's hashers; PBKDF2 comes first.
+    settings.PASSWORD_HASHERS = getattr(
+        config.settings, "PASSWORD_HASHERS", global_settings.PASSWORD_HASHERS
+    )
+    agent = AgentFactory.create()
+    assert agent.password.startswith("pbkdf2_sha256$")
+    assert can_sign_in(agent, PASSWORD) and not can_sign_in(agent, "not-" + PASSWORD)
 
 
 # --- the validators -------------------------------------------------------------

@@ -89,11 +89,13 @@ def test_a_silent_bot_loses_the_chat_after_the_reply_timeout(
 
 
 def test_b2_answers_over_real_http(agent: Agent, provider_server: Target) -> None:
+    # The web process first: the chat is the bot's for the worker's reply
+    # timeout only, and a loaded machine takes seconds to start gunicorn.
+    server = WebServer().start()
     client = bot_channel(agent, provider_server)
     assert client.say("hi").status_code == 200
     chat = Chat.objects.get()
     provider = BotProvider.objects.get()
-    server = WebServer().start()
     try:
         url = f"{server.base_url}/webhooks/{provider.provider_id}/{TOKEN}"
         event = {

@@ -1,0 +1,19 @@
+"""The settings the test suite runs on (docs/testing.md): production's, but for
+the password hash.
+
+pytest-django loads this module (pyproject.toml), and the web server and Celery
+worker processes the tests start inherit it through DJANGO_SETTINGS_MODULE.
+"""
+
+from django.conf import global_settings
+
+from config.settings import *  # noqa: F403
+
+# PBKDF2 spends a quarter of a second of CPU on every hash, and the suite makes
+# one for nearly every agent it creates and signs in: minutes of a CI run. New
+# hashes are MD5 here; production's hashers stay in the list, so a hash they
+# made is still checked (tests/agents/test_passwords.py keeps one at real cost).
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    *global_settings.PASSWORD_HASHERS,
+]
