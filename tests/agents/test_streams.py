@@ -25,6 +25,7 @@ from agents.tokens import issue_token, revoke_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
 from devhooks.widget.tokens import issue_visitor_token
+from tests.aio import run_async
 from tests.channels_api import conftest as chat_api_fixtures
 from tests.delivery.target import Target
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
@@ -616,4 +617,4 @@ def test_the_periodic_checks_outlive_a_moment_without_streams() -> None:
         task.cancel()
         return steps
 
-    assert asyncio.run(scenario())  # checked once a stream came back
+    assert run_async(scenario())  # checked once a stream came back

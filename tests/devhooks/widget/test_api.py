@@ -46,6 +46,7 @@ from devhooks.webhooks.services import set_developer_webhook
 from devhooks.widget import views
 from devhooks.widget.services import create_widget_channel
 from devhooks.widget.tokens import client_for_visitor_token
+from tests.aio import run_async
 from tests.factories import AgentFactory, text
 from tests.limits import rate_limit_statements
 
@@ -1093,7 +1094,7 @@ def test_the_visitors_stream_hears_the_agent(widget: WidgetChannel, alice: Agent
     def agent_writes_again() -> None:  # while the stream is open
         services.post_agent_message(chat=chat, agent=alice, content=text("Still there?"))
 
-    heard = asyncio.run(
+    heard = run_async(
         listen(vera.token, after, then=agent_writes_again, until='"text":"Still there?"')
     )
 

@@ -15,6 +15,7 @@ from django.core.handlers.asgi import ASGIHandler
 from agents import leases
 from agents.streams import lease_seconds
 from devhooks.widget.tokens import issue_visitor_token
+from tests.aio import run_async
 from tests.factories import ChannelFactory, ClientFactory
 from tests.worker import wait_for
 
@@ -63,7 +64,7 @@ def test_a_visitor_who_leaves_before_its_stream_begins_frees_its_slot(settings: 
     visitor = ClientFactory.create(channel=ChannelFactory.create())
     token = issue_visitor_token(client=visitor)
 
-    sent = asyncio.run(leave_as_the_answer_starts(f"/visitor/{token}/stream"))
+    sent = run_async(leave_as_the_answer_starts(f"/visitor/{token}/stream"))
 
     assert sent[0]["status"] == 200  # the stream was admitted: its slot taken
     # Free well before the lease would lapse.
