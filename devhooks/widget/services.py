@@ -4,8 +4,10 @@ devhooks/widget/selectors.py.
 
 A visitor is a ``Client`` of the widget's channel, created the first time the
 browser needs one (a message, a contact form, ``getVisitorNumber``…), and
-known afterwards by an unguessable token the browser keeps. Verbs raise
-``WidgetError`` with the message the page is shown; they know no HTTP.
+known afterwards by an unguessable token the browser keeps. The visitor
+verbs take the values devhooks/widget/serializers.py read from the body and
+check what needs the database or the widget's settings; they raise
+``WidgetError`` with the message the page is shown, and know no HTTP.
 """
 
 from __future__ import annotations
@@ -17,16 +19,12 @@ from datetime import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q
 
 from agents import services as chats
-from agents.api.parsers import id_from
 from agents.content import Content
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
-from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
 from devhooks.models import IntegrationSettings, WidgetChannel
 from devhooks.visitor_data import UTM_FIELDS, clean_custom_data
 from devhooks.widget import geoip
@@ -34,11 +32,6 @@ from devhooks.widget.selectors import current_chat
 from devhooks.widget.tokens import issue_visitor_token
 
 logger = logging.getLogger(__name__)
-
-MAX_MESSAGE = CLIENT_TEXT_LIMIT  # as a Chat API message: the rest is cut (spec, Limits)
-MAX_CUSTOM_FIELDS = 10
-MAX_USER_TOKEN = 255
-CONTACT_LIMITS = {"name": 255, "email": 255, "phone": 100, "description": TEXT_LIMIT}
 
 
 class WidgetError(Exception):
@@ -116,7 +109,9 @@ def _prechat_asks(prechat: Mapping[str, str]) -> dict[str, str]:
 # --- visitors -----------------------------------------------------------------
 
 
-def session_data(request_meta: Mapping[str, Any], landing_url: Any, page: Any) -> dict[str, Any]:
+def session_data(
+    request_meta: Mapping[str, Any], landing_url: str, page: Mapping[str, str]
+) -> dict[str, Any]:
     """The visitor's session as webhooks send it: the page, UTM of the landing
     URL, the address, the browser, and geoip when a database is configured."""
     ip_addr = str(request_meta.get("ip_addr", ""))
@@ -126,16 +121,13 @@ def session_data(request_meta: Mapping[str, Any], landing_url: Any, page: Any) -
         "geoip": geoip.lookup(ip_addr),
     }
     data.update(utm_of(landing_url))
-    cleaned_page = clean_page(page)
-    if cleaned_page:
-        data["page"] = cleaned_page
+    if page:
+        data["page"] = dict(page)
     return data
 
 
-def utm_of(url: Any) -> dict[str, Any]:
+def utm_of(url: str) -> dict[str, Any]:
     """``utm`` (the utm_ parameters as they were in the URL) and ``utm_json``."""
-    if not isinstance(url, str) or len(url) > 2000:
-        return {}
     try:
         query = urlsplit(url).query
     except ValueError:
@@ -149,17 +141,6 @@ def utm_of(url: Any) -> dict[str, Any]:
         return {}
     utm = "&".join(f"utm_{key}={value}" for key, value in found.items())
     return {"utm": utm, "utm_json": {field: found.get(field, "") for field in UTM_FIELDS}}
-
-
-def clean_page(page: Any) -> dict[str, str]:
-    if not isinstance(page, Mapping):
-        return {}
-    url, title = page.get("url"), page.get("title")
-    cleaned = {
-        "url": url[:1000] if isinstance(url, str) else "",
-        "title": title[:500] if isinstance(title, str) else "",
-    }
-    return cleaned if any(cleaned.values()) else {}
 
 
 @transaction.atomic
@@ -185,72 +166,38 @@ def update_session(client: Client, session: Mapping[str, Any]) -> None:
         client.save(update_fields=["visitor_data"])
 
 
-def _string(fields: Mapping[str, Any], name: str) -> str:
-    value = fields.get(name, "")
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise WidgetError(f"{name} must be a string")
-    if "\x00" in value:
-        raise WidgetError(f"{name} holds a NUL character")
-    return value.strip()
-
-
 @transaction.atomic
-def set_contact(client: Client, fields: Mapping[str, Any]) -> list[str]:
+def set_contact(client: Client, contact: Mapping[str, str]) -> list[str]:
     """``setContactInfo`` and the contact form: as if the visitor had typed it
-    (a ``chat_updated`` webhook when a chat is open)."""
-    contact = {name: _string(fields, name) for name in CONTACT_LIMITS}
-    for name, limit in CONTACT_LIMITS.items():
-        if len(contact[name]) > limit:
-            raise WidgetError(f"{name} is longer than {limit} characters")
-    if contact["email"]:
-        try:
-            validate_email(contact["email"])
-        except ValidationError:
-            raise WidgetError(f"{contact['email']!r} is not a valid e-mail address") from None
-    if contact["phone"]:
-        try:
-            contact["phone"] = chats.normalise_phone(contact["phone"])
-        except chats.ServiceError as error:
-            raise WidgetError(error.message) from None
+    (a ``chat_updated`` webhook when a chat is open); an empty field leaves
+    what is known."""
     return chats.update_client_contact(client=client, contact=contact)
 
 
 @transaction.atomic
-def set_custom_data(client: Client, fields: Any) -> list[dict[str, str]]:
+def set_custom_data(client: Client, fields: list[Any]) -> list[dict[str, str]]:
     """``setCustomData``: fields for the agent's side panel, live; content is
     shown as text, links only where Safe URL allows them."""
-    if not isinstance(fields, list):
-        raise WidgetError("Custom data must be array.")
-    if len(fields) > MAX_CUSTOM_FIELDS:
-        raise WidgetError(f"Custom data holds at most {MAX_CUSTOM_FIELDS} fields.")
     cleaned = clean_custom_data(fields, IntegrationSettings.load())
     _set_visitor_data(client, custom_data=cleaned)
     return cleaned
 
 
 @transaction.atomic
-def set_user_token(client: Client, token: Any) -> str:
+def set_user_token(client: Client, token: str) -> str:
     """``setUserToken``: an id sent as ``user_token`` in webhooks, never shown."""
-    if not isinstance(token, (str, int)) or isinstance(token, bool):
-        raise WidgetError("the token must be a string")
-    token = str(token).strip()
-    if not token or len(token) > MAX_USER_TOKEN or not token.isprintable():
-        raise WidgetError(f"the token must be 1 to {MAX_USER_TOKEN} printable characters")
     Client.objects.filter(pk=client.pk).update(user_token=token)
     client.user_token = token
     return token
 
 
 @transaction.atomic
-def set_page(client: Client, page: Any) -> dict[str, str]:
+def set_page(client: Client, page: Mapping[str, str]) -> dict[str, str]:
     """``sendPageTitle`` and each page the visitor opens: the page agents see."""
-    cleaned = clean_page(page)
-    if not cleaned:
+    if not page:
         raise WidgetError("give the page's url or title")
-    _set_visitor_data(client, page=cleaned)
-    return cleaned
+    _set_visitor_data(client, page=dict(page))
+    return dict(page)
 
 
 def _set_visitor_data(client: Client, **values: Any) -> None:
@@ -264,19 +211,6 @@ def _set_visitor_data(client: Client, **values: Any) -> None:
     chat = client.chats.filter(state__in=Chat.OPEN_STATES).first()
     if chat is not None:
         chats.show_visitor_data(chat=chat)
-
-
-def _department(widget: WidgetChannel, department_id: Any) -> Department | None:
-    if department_id in (None, "", 0):
-        return None
-    is_number = isinstance(department_id, int) and not isinstance(department_id, bool)
-    digits = isinstance(department_id, str) and department_id.isascii() and department_id.isdigit()
-    if not (is_number or digits):
-        raise WidgetError("department_id must be a number")
-    # One the widget does not offer (any more), or no row could have: the chat
-    # opens without one rather than the visitor being kept from writing.
-    pk = id_from(str(department_id))
-    return None if pk is None else widget.departments.filter(pk=pk).first()
 
 
 def _prechat_missing(widget: WidgetChannel, client: Client) -> str:
@@ -295,52 +229,48 @@ def _prechat_missing(widget: WidgetChannel, client: Client) -> str:
 def send_message(
     widget: WidgetChannel,
     client: Client,
-    text: Any,
+    text: str,
     *,
-    department_id: Any = None,
-    invitation: Any = "",
+    department_id: int | None = None,
+    invitation: str = "",
 ) -> Message:
     """The visitor's message; the first one opens a chat (with the bot when the
-    channel has one). An invitation the visitor answers is kept for agents."""
-    if not isinstance(text, str) or not text.strip():
-        raise WidgetError("write a message")
-    if "\x00" in text:
-        raise WidgetError("the message holds a NUL character")
-    department = _department(widget, department_id)
+    channel has one). An invitation the visitor answers is kept for agents.
+
+    A department the widget does not offer (any more) opens the chat without
+    one rather than keeping the visitor from writing.
+    """
+    department = None
+    if department_id is not None:
+        department = widget.departments.filter(pk=department_id).first()
     missing = _prechat_missing(widget, client)
     if missing:
         raise WidgetError(f"give your {PRECHAT_FIELDS[missing]} before the first message")
-    if isinstance(invitation, str) and invitation.strip():
-        chats.update_client_contact(
-            client=client, contact={"invite_text": invitation.strip()[:1000]}
-        )
+    if invitation:
+        chats.update_client_contact(client=client, contact={"invite_text": invitation})
     return chats.post_client_message(
-        client=client, content=Content("text", text[:MAX_MESSAGE], {}), department=department
+        client=client, content=Content("text", text, {}), department=department
     )
 
 
-def set_typing(client: Client, typing: Any) -> None:
+def set_typing(client: Client, typing: bool) -> None:
     chat = client.chats.filter(state__in=Chat.OPEN_STATES).first()
     if chat is not None:
-        chats.set_client_typing(chat=chat, typing=typing is True)
+        chats.set_client_typing(chat=chat, typing=typing)
 
 
-def rate(client: Client, rating: Any) -> Chat:
+def rate(client: Client, rating: str) -> Chat:
     """The visitor's verdict on its last chat, once it has finished."""
     chat = current_chat(client)
     if chat is None:
         raise WidgetError("there is no chat to rate")
     if chat.is_open:
         raise WidgetError("a chat is rated when it has finished")
-    if rating not in ("positive", "negative"):
-        raise WidgetError("rating must be positive or negative")
     return chats.rate_chat(chat=chat, rating=rating)
 
 
-def start_call(widget: WidgetChannel, client: Client, phone: Any) -> None:
+def start_call(widget: WidgetChannel, client: Client, phone: str) -> None:
     """``startCall`` and the callback form."""
-    if not isinstance(phone, str):
-        raise WidgetError("enter a phone number")
     try:
         chats.request_callback(channel=widget.channel, phone=phone, client=client)
     except chats.ServiceError as error:
@@ -348,22 +278,20 @@ def start_call(widget: WidgetChannel, client: Client, phone: Any) -> None:
 
 
 def send_offline_message(
-    widget: WidgetChannel, client: Client | None, fields: Mapping[str, Any]
+    widget: WidgetChannel, client: Client | None, fields: Mapping[str, str]
 ) -> None:
-    """``sendOfflineMessage`` and the offline form."""
+    """``sendOfflineMessage`` and the offline form: its fields as strings; what
+    they must hold the core checks."""
     if not widget.offline_form:
         raise WidgetError("this widget takes no offline messages")
-    values = {name: _string(fields, name) for name in ("name", "email", "phone", "description")}
-    message = _string(fields, "message")
     page = (client.visitor_data or {}).get("page", {}) if client else {}
     try:
         chats.leave_offline_message(
             channel=widget.channel,
             client=client,
-            message=message,
             page_url=str(page.get("url", "")),
             page_title=str(page.get("title", "")),
-            **values,
+            **fields,
         )
     except chats.ServiceError as error:
         raise WidgetError(error.message) from None

@@ -29,7 +29,7 @@ from agents.streams import newest_event_id
 from config.api_errors import error_response, method_not_allowed, not_json
 from config.signin import client_address, sender
 from devhooks.models import WidgetChannel
-from devhooks.widget import selectors
+from devhooks.widget import selectors, serializers
 from devhooks.widget import services as widgets
 from devhooks.widget.services import WidgetError
 
@@ -82,12 +82,19 @@ def _cors(response: HttpResponse) -> HttpResponse:
 
 
 class Visit:
-    """One request of a visitor's browser: the widget, the body, and the
-    visitor when the token names one (made on demand by ``client()``)."""
+    """One request of a visitor's browser: the widget, what its action read of
+    the body, and the visitor its token names (made on demand by ``client()``)."""
 
-    def __init__(self, request: HttpRequest, widget: WidgetChannel, body: dict[str, Any]):
-        self.request, self.widget, self.body = request, widget, body
-        self.visitor = selectors.visitor_for(widget, body.get("token"))
+    def __init__(
+        self,
+        request: HttpRequest,
+        widget: WidgetChannel,
+        visitor: Client | None,
+        read: serializers.VisitIn,
+    ):
+        self.request, self.widget, self.visitor = request, widget, visitor
+        self.data: dict[str, Any] = read.validated_data
+        self.own = read.own()
         self.new_token = ""
         self.events_before = 0
 
@@ -96,7 +103,7 @@ class Visit:
             "ip_addr": client_address(self.request),
             "user_agent": self.request.headers.get("User-Agent", ""),
         }
-        return widgets.session_data(meta, self.body.get("landing_url"), self.body.get("page"))
+        return widgets.session_data(meta, self.data["landing_url"], self.data["page"])
 
     def client(self) -> Client:
         """The visitor, created on first need (with a new token for the browser)."""
@@ -118,7 +125,7 @@ class Visit:
         return self.visitor
 
 
-Action = Callable[[Visit], dict[str, Any]]
+Answer = Callable[[Visit], dict[str, Any]]
 
 
 def _session(visit: Visit) -> dict[str, Any]:
@@ -138,13 +145,13 @@ def _visitor(visit: Visit) -> dict[str, Any]:
 
 
 def _message(visit: Visit) -> dict[str, Any]:
-    body = visit.body
+    data = visit.data
     message = widgets.send_message(
         visit.widget,
         visit.client(),
-        body.get("text"),
-        department_id=body.get("department_id"),
-        invitation=body.get("invitation", ""),
+        data["text"],
+        department_id=data["department_id"],
+        invitation=data["invitation"],
     )
     return {
         "message_id": message.pk,
@@ -156,41 +163,41 @@ def _message(visit: Visit) -> dict[str, Any]:
 
 def _typing(visit: Visit) -> dict[str, Any]:
     if visit.visitor is not None:
-        widgets.set_typing(visit.visitor, visit.body.get("typing"))
+        widgets.set_typing(visit.visitor, visit.data["typing"])
     return {}
 
 
 def _contact(visit: Visit) -> dict[str, Any]:
     asked = timezone.now()
-    widgets.set_contact(visit.client(), visit.body)
-    email = str(visit.body.get("email") or "")  # a string: set_contact checked it
+    widgets.set_contact(visit.client(), visit.own)
+    email = visit.data["email"]
     sent = addresses.link_sent_since(client=visit.client(), address=email, since=asked)
     # Beyond the spec's table: whether a link to confirm the address was mailed.
     return {"contact": selectors.contact_info(visit.client()), "email_link_sent": sent}
 
 
 def _custom_data(visit: Visit) -> dict[str, Any]:
-    return {"fields": widgets.set_custom_data(visit.client(), visit.body.get("fields"))}
+    return {"fields": widgets.set_custom_data(visit.client(), visit.data["fields"])}
 
 
 def _user_token(visit: Visit) -> dict[str, Any]:
-    return {"user_token": widgets.set_user_token(visit.client(), visit.body.get("user_token"))}
+    return {"user_token": widgets.set_user_token(visit.client(), visit.data["user_token"])}
 
 
 def _page(visit: Visit) -> dict[str, Any]:
-    page = {"url": visit.body.get("url"), "title": visit.body.get("title")}
+    page = visit.data["viewed"]
     if visit.visitor is None:  # a page view alone makes no visitor
-        return {"page": widgets.clean_page(page)}
+        return {"page": page}
     return {"page": widgets.set_page(visit.visitor, page)}
 
 
 def _rate(visit: Visit) -> dict[str, Any]:
-    chat = widgets.rate(visit.existing(), visit.body.get("rating"))
+    chat = widgets.rate(visit.existing(), visit.data["rating"])
     return {"rating": chat.rating}
 
 
 def _call(visit: Visit) -> dict[str, Any]:
-    widgets.start_call(visit.widget, visit.client(), visit.body.get("phone"))
+    widgets.start_call(visit.widget, visit.client(), visit.data["phone"])
     return {}
 
 
@@ -199,23 +206,24 @@ def _callback(visit: Visit) -> dict[str, Any]:
 
 
 def _offline(visit: Visit) -> dict[str, Any]:
-    widgets.send_offline_message(visit.widget, visit.client(), visit.body)
+    widgets.send_offline_message(visit.widget, visit.client(), visit.own)
     return {}
 
 
-ACTIONS: dict[str, Action] = {
-    "session": _session,
-    "visitor": _visitor,
-    "message": _message,
-    "typing": _typing,
-    "contact": _contact,
-    "custom_data": _custom_data,
-    "user_token": _user_token,
-    "page": _page,
-    "rate": _rate,
-    "call": _call,
-    "callback": _callback,
-    "offline": _offline,
+# Each action: the serializer that reads its body, and what it does and answers.
+ACTIONS: dict[str, tuple[type[serializers.VisitIn], Answer]] = {
+    "session": (serializers.VisitIn, _session),
+    "visitor": (serializers.VisitIn, _visitor),
+    "message": (serializers.MessageIn, _message),
+    "typing": (serializers.TypingIn, _typing),
+    "contact": (serializers.ContactIn, _contact),
+    "custom_data": (serializers.CustomDataIn, _custom_data),
+    "user_token": (serializers.UserTokenIn, _user_token),
+    "page": (serializers.PageIn, _page),
+    "rate": (serializers.RateIn, _rate),
+    "call": (serializers.CallIn, _call),
+    "callback": (serializers.VisitIn, _callback),
+    "offline": (serializers.OfflineIn, _offline),
 }
 
 
@@ -232,9 +240,9 @@ def _visitor_action(request: HttpRequest, widget_id: str, action: str) -> HttpRe
         return HttpResponse(status=204)
     if request.method != "POST":
         return method_not_allowed("POST", "OPTIONS")
-    handler = ACTIONS.get(action)
+    action_of = ACTIONS.get(action)
     widget = selectors.widget_for(widget_id)
-    if handler is None or widget is None:
+    if action_of is None or widget is None:
         inbound.refuse(404, "no such widget or action")
     raw = inbound.body_of(request, limit=MAX_BODY, too_large=(400, TOO_BIG))
     # The widget's text is shown to agents as typed: a NUL or half a
@@ -248,17 +256,22 @@ def _visitor_action(request: HttpRequest, widget_id: str, action: str) -> HttpRe
         window=settings.WIDGET_RATE_WINDOW,
         message=TOO_MANY,
     )
-    visit = Visit(request, widget, body)
-    if visit.visitor is not None:
+    visitor = selectors.visitor_for(widget, body.get("token"))
+    if visitor is not None:
         inbound.throttle(
-            key=f"widget:{visit.visitor.pk}",
+            key=f"widget:{visitor.pk}",
             limit=settings.WIDGET_RATE_LIMIT,
             window=settings.WIDGET_RATE_WINDOW,
             message=TOO_MANY,
         )
+    reader, answer_for = action_of
+    read = reader(data=body)
+    if not read.is_valid():
+        inbound.refuse(400, read.refusal())
+    visit = Visit(request, widget, visitor, read)
     try:
         with transaction.atomic():
-            answer = handler(visit)
+            answer = answer_for(visit)
     except WidgetError as error:  # rolled back: a visitor made for it too
         inbound.refuse(400, error.message)
     answer = {"result": "ok", **answer}
