@@ -1,11 +1,15 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management.base import CommandError
+from django.db import OperationalError
+from django.test import TransactionTestCase
 from rest_framework.test import APIClient
 
 from agents import events
@@ -113,3 +117,33 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
             for _ in range(2 * int(spec.id.removeprefix("gw"))):
                 redis_url = redis_database_after(redis_url)
             spec.env["REDIS_URL"] = redis_url
+
+
+# --- the flush after a transactional test -------------------------------------
+# A transactional test ends with TRUNCATE of every table, while the session's
+# Celery worker or web process may still be reading rows the test made (a
+# delivery it was handed, a page's last request). PostgreSQL may then find
+# the TRUNCATE's table locks and the reader's row locks in a deadlock and end
+# the TRUNCATE: the test's rows would stay for the next test. The reader's
+# transaction is short, so the flush is tried again after it.
+
+FLUSH_TRIES = 5
+# Django's own (a private method, not in its type stubs).
+_fixture_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
+
+
+def _fixture_teardown_past_deadlocks(self: TransactionTestCase) -> None:
+    for attempt in range(1, FLUSH_TRIES + 1):
+        try:
+            _fixture_teardown(self)
+            return
+        except CommandError as error:  # flush wraps the database's error
+            deadlock = isinstance(error.__cause__, OperationalError) and "deadlock detected" in str(
+                error.__cause__
+            )
+            if not deadlock or attempt == FLUSH_TRIES:
+                raise
+            time.sleep(0.2 * attempt)
+
+
+TransactionTestCase._fixture_teardown = _fixture_teardown_past_deadlocks  # type: ignore[attr-defined]
