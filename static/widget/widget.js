@@ -166,14 +166,16 @@
   function why(url) {
     // EventSource hides the status of a refusal. 401/403 (a blacklisted
     // visitor) will not change by asking again: no more requests, and the
-    // visitor is told. Anything else (429, the network) is tried again.
+    // visitor is told. A stream that opens now (the refusal was a moment's:
+    // a slot not yet freed) is opened again in a second; anything else (429,
+    // the network) is tried again in five.
     var stop = w.AbortController ? new AbortController() : null, token = S.token;
-    var again = function () { setTimeout(listen, 5000); };
+    var again = function (ms) { setTimeout(listen, ms); };
     fetch(url, { mode: 'cors', credentials: 'omit', signal: stop && stop.signal }).then(function (r) {
       if (stop) stop.abort(); // a stream that opens now: the EventSource opens it again
       if (token !== S.token) return; // clearHistory meanwhile: another visitor
-      if (r.status === 401 || r.status === 403) refuse(); else again();
-    }, again);
+      if (r.status === 401 || r.status === 403) refuse(); else again(r.ok ? 1000 : 5000);
+    }, function () { again(5000); });
   }
   function refuse() {
     S.refused = true;
