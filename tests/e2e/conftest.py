@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from agents.models import Agent
 from channels_api.models import ChatApiChannel
@@ -21,6 +22,12 @@ from tests.web.server import WebServer
 # Playwright's sync API runs an event loop in the test thread; the ORM calls
 # made by the tests themselves are still synchronous and safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# Playwright's assertions wait 5 s by default. The suite runs in three
+# processes on two cores, each with a browser, a web process and a worker
+# (docs/testing.md): a page's change can take longer than on a quiet machine,
+# so assertions wait twice that. A change that never comes still fails.
+expect.set_options(timeout=10_000)
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 # What the pages are tested on (the ``size`` and ``device`` fixtures): a laptop's

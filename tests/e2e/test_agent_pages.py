@@ -26,7 +26,7 @@ from tests.worker import Worker
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "agent-password"
-LIVE = 3000  # ms: the pages promise changes within 2 s
+LIVE = 2 * 3000  # ms: the pages promise changes within 2 s (docs/testing.md, margin)
 
 
 class Integrator:
@@ -215,7 +215,7 @@ def test_an_open_page_holds_one_stream_and_asks_only_when_told(
 
     client = ClientFactory.create(channel=chat_api.channel, name="Nora")
     services.post_client_message(client=client, content=text("Are you there?"))
-    expect(page.get_by_test_id("queued-chat")).to_contain_text("Are you there?", timeout=3000)
+    expect(page.get_by_test_id("queued-chat")).to_contain_text("Are you there?", timeout=LIVE)
     assert asked.count("stream") == 1 and asked.count("live") >= 2, asked
 
 

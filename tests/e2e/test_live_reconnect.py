@@ -58,7 +58,7 @@ def test_a_dropped_stream_misses_nothing(
         expect(messages).to_have_count(1)
 
         services.post_client_message(client=chat.client, content=text("second"))
-        expect(messages).to_have_count(2, timeout=3000)
+        expect(messages).to_have_count(2, timeout=6000)
 
         # The stream drops: the web process is gone while the client writes on.
         own_web_process.stop()
@@ -68,7 +68,7 @@ def test_a_dropped_stream_misses_nothing(
 
         expect(messages).to_have_count(4, timeout=15000)
         services.post_client_message(client=chat.client, content=text("fifth, after"))
-        expect(messages).to_have_count(5, timeout=3000)
+        expect(messages).to_have_count(5, timeout=6000)
         texts = [t.strip() for t in page.locator("#messages li.msg .body").all_inner_texts()]
         assert [t.split(",")[0] for t in texts] == ["first", "second", "third", "fourth", "fifth"]
 

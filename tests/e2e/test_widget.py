@@ -21,7 +21,7 @@ from tests.factories import AgentFactory
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "agent-password"  # tests.factories.AgentFactory
-LIVE = 5000  # ms
+LIVE = 2 * 5000  # ms (docs/testing.md, margin)
 
 # Every callback the page may declare records its call, in order.
 CALLBACKS = [

@@ -40,7 +40,7 @@ from tests.web.server import free_port
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 T = TypeVar("T")
-LIVE = 5000  # ms: what the live stream may take
+LIVE = 2 * 5000  # ms: what the live stream may take (docs/testing.md, margin)
 BLUE = "rgb(31, 111, 235)"  # the widget's default colour, #1f6feb
 
 # Loaded first on every page: CSP violations and where the content stood
