@@ -74,7 +74,7 @@ run: $(STAMP)
 # from REDIS_URL's (docs/testing.md). The 20 slowest tests are listed at the end.
 TEST_PROCESSES ?= 3
 test: $(STAMP) chromium
-	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup --durations=20
+	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=20
 
 # The README's screenshots, refreshed by the browser tests (make test leaves them alone).
 screenshots: $(STAMP) chromium

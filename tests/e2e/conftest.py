@@ -153,13 +153,3 @@ def chat_api(alice: Agent, target: Target) -> ChatApiChannel:
     return create_chat_api_channel(
         name="Mobile app", webhook_url=target.url("/a3"), agents=[alice]
     )[0]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The browser tests run in one process of a parallel run, one after the
-    other (xdist's ``loadgroup``, docs/testing.md): with a browser, a web
-    process and a worker each, three at once on two cores delayed the live
-    updates they wait for past any reasonable wait."""
-    for item in items:
-        if item.get_closest_marker("browser") is not None:
-            item.add_marker(pytest.mark.xdist_group("browser"))
