@@ -95,10 +95,16 @@ def chromium() -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def _web_process(django_db_setup: None) -> Iterator[WebServer]:
-    # Every browser test's visitors come from 127.0.0.1: the per-address limit
-    # of new widget visitors (tested on its own) would end a long run early.
+    # Every browser test's visitors come from 127.0.0.1: the per-address limits
+    # of new widget visitors and of open visitor streams (each tested on its
+    # own) would end a long run early. A stream's slot outlives a closed
+    # browser until the server sees the hang-up, and with Redis the slots
+    # outlive the test: a widget test late in a run found the address's 100
+    # slots taken, and its stream waited out the test's wait.
     server = WebServer(
-        WIDGET_NEW_VISITORS_PER_ADDRESS="100000", WIDGET_ADDRESS_RATE_LIMIT="1000000"
+        WIDGET_NEW_VISITORS_PER_ADDRESS="100000",
+        WIDGET_ADDRESS_RATE_LIMIT="1000000",
+        LIVE_STREAMS_PER_ADDRESS="100000",
     ).start()
     yield server
     server.stop()
