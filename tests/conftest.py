@@ -119,6 +119,34 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
             spec.env["REDIS_URL"] = redis_url
 
 
+# --- a run starts from an empty broker and cache ----------------------------
+# A run makes a new test database, whose ids start again at 1, but Redis (or
+# the embedded default's folders) keeps what an earlier run left: queued tasks
+# with a countdown (a bot's reply timeout, a delivery's retry), stream leases,
+# rate-limit counts and idempotency keys, each naming ids that now belong to
+# other rows. The run owns its broker and cache databases (docs/testing.md)
+# and empties them before its first test.
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _empty_broker_and_cache() -> None:
+    from django.conf import settings
+    from django.core.cache import cache
+
+    cache.clear()
+    if settings.REDIS_URL:
+        import redis
+
+        with redis.Redis.from_url(settings.REDIS_URL) as broker:
+            broker.flushdb()
+        return
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    for folder in {options["data_folder_in"], options["control_folder"]}:
+        for entry in Path(str(folder)).iterdir():
+            if entry.is_file():
+                entry.unlink()
+
+
 # --- the flush after a transactional test -------------------------------------
 # A transactional test ends with TRUNCATE of every table, while the session's
 # Celery worker or web process may still be reading rows the test made (a

@@ -159,3 +159,25 @@ def chat_api(alice: Agent, target: Target) -> ChatApiChannel:
     return create_chat_api_channel(
         name="Mobile app", webhook_url=target.url("/a3"), agents=[alice]
     )[0]
+
+
+# --- what a failed browser test shows ------------------------------------------
+# A page that waited in vain says only that it timed out. The report of a
+# failed browser test also carries the ends of the logs of the web process and
+# worker it used (the web process's errors and warnings, the worker's tasks).
+LOG_LINES = 40
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and call.when == "call":
+        funcargs = getattr(item, "funcargs", {})
+        for name, path in (
+            ("web process", getattr(funcargs.get("web_process"), "stderr_path", None)),
+            ("worker", getattr(funcargs.get("celery_worker"), "log_path", None)),
+        ):
+            if path is not None and Path(path).exists():
+                tail = Path(path).read_text(errors="replace").splitlines()[-LOG_LINES:]
+                report.sections.append((f"end of the {name}'s log ({path})", "\n".join(tail)))
+    return report
