@@ -1,18 +1,15 @@
 """The agent's live stream over the real web server (gunicorn with uvicorn
 workers): events reach exactly the streams entitled to them, from this
-process and from the worker; a reconnect with Last-Event-ID misses nothing."""
+process and from the worker; a reconnect with Last-Event-ID misses nothing.
+(The visitor's stream: tests/devhooks/widget/test_stream_over_the_web.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import pytest
 import requests
@@ -24,88 +21,17 @@ from agents.models import Agent, ApiToken, Chat, LiveEvent
 from agents.tokens import issue_token, revoke_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
-from devhooks.widget.tokens import issue_visitor_token
 from tests.aio import run_async
 from tests.channels_api import conftest as chat_api_fixtures
 from tests.delivery.target import Target
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 from tests.web.server import WebServer
+from tests.web.sse import Reader
 from tests.worker import Worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 chat_api = chat_api_fixtures.chat_api  # a Chat API channel of ``agent`` (Alice)
-
-
-@dataclass
-class Event:
-    id: int
-    kind: str
-    data: dict[str, Any]
-
-
-class Reader:
-    """Reads one stream in a thread, as a browser's EventSource would."""
-
-    def __init__(self, url: str, **headers: str) -> None:
-        self.response = requests.get(url, headers=headers, stream=True, timeout=(5, 30))
-        self.events: queue.Queue[Event] = queue.Queue()
-        self.comments: list[str] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        if self.response.status_code == 200:
-            # It hears what happens from here on (and what it missed before).
-            wait_for(lambda: "connected" in self.comments, timeout=10)
-
-    def _read(self) -> None:
-        fields: dict[str, str] = {}
-        try:
-            for raw in self.response.iter_lines(decode_unicode=True):
-                line = raw or ""
-                if line.startswith(":"):
-                    self.comments.append(line[1:].strip())
-                elif not line:
-                    if "data" in fields:
-                        self.events.put(
-                            Event(int(fields["id"]), fields["event"], json.loads(fields["data"]))
-                        )
-                    fields = {}
-                else:
-                    name, _, value = line.partition(": ")
-                    fields[name] = value
-        except (requests.RequestException, AttributeError, ValueError):
-            pass  # closed by the test
-
-    def next(self, timeout: float = 10) -> Event:
-        return self.events.get(timeout=timeout)
-
-    def until(self, kind: str, timeout: float = 10) -> Event:
-        while True:
-            event = self.next(timeout)
-            if event.kind == kind:
-                return event
-
-    def quiet(self, seconds: float = 1.5) -> list[Event]:
-        """Whatever arrives within ``seconds`` (nothing, usually)."""
-        try:
-            return [self.next(seconds)]
-        except queue.Empty:
-            return []
-
-    def ended(self, timeout: float = 10) -> bool:
-        """Whether the service closed the stream within ``timeout``."""
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
-
-    def drain(self) -> list[Event]:
-        """Every event read and not yet taken."""
-        heard = []
-        while not self.events.empty():
-            heard.append(self.events.get_nowait())
-        return heard
-
-    def close(self) -> None:
-        self.response.close()
 
 
 @pytest.fixture(scope="module")
@@ -263,42 +189,6 @@ def test_a_delivery_result_from_the_worker_reaches_the_stream(
         integrator.stop()
 
 
-def test_a_visitor_hears_its_own_chat_only(web: WebServer, alice: Agent) -> None:
-    channel = ChannelFactory.create(agents=[alice])
-    vera, otto = (ClientFactory.create(channel=channel, name=n) for n in ("Vera", "Otto"))
-    token = issue_visitor_token(client=vera)
-    chat = services.post_client_message(client=vera, content=text("hello")).chat
-    services.post_client_message(client=otto, content=text("not Vera's"))
-
-    stream = Reader(f"{web.base_url}/visitor/{token}/stream")
-    try:
-        assert stream.response.headers["Access-Control-Allow-Origin"] == "*"
-        services.accept_chat(chat=chat, agent=alice)
-        services.set_client_typing(chat=chat, typing=True)  # her own typing: not echoed
-        services.set_agent_typing(chat=chat, agent=alice, typing=True)
-        services.post_system_message(chat=chat, text="an agents' note")
-        services.post_note(chat=chat, agent=alice, text="an internal note")
-        services.post_agent_message(chat=chat, agent=alice, content=text("Hi Vera"))
-        services.post_client_message(client=otto, content=text("still not Vera's"))
-        services.finish_chat(chat=chat, agent=alice)
-
-        heard = [stream.next() for _ in range(4)]
-        assert [e.kind for e in heard] == ["chat.accepted", "typing", "message", "chat.finished"]
-        assert heard[1].data == {"kind": "typing", "chat_id": chat.pk, "state": "active",
-                                 "who": "agent", "typing": True}  # fmt: skip
-        assert heard[2].data["message"]["text"] == "Hi Vera"
-        assert heard[2].data["message"]["sender_name"] == "Alice"
-        assert stream.quiet() == []
-    finally:
-        stream.close()
-
-
-def test_an_unknown_visitor_token_is_404(web: WebServer) -> None:
-    answer = requests.get(f"{web.base_url}/visitor/{'x' * 32}/stream", timeout=5)
-    assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
-    assert "x" * 32 not in web.stdout()  # the access log redacts the token
-
-
 def test_idle_streams_hold_no_database_connection(alice: Agent, token: str) -> None:
     """Twenty open streams on a web process whose two workers may hold four
     database connections each (psycopg's smallest pool): a request still
@@ -441,25 +331,6 @@ def test_signing_out_ends_the_page_stream(
         stream.close()
 
 
-def test_a_blacklisted_visitor_s_stream_ends_and_does_not_come_back(
-    web: WebServer, alice: Agent
-) -> None:
-    vera = ClientFactory.create(channel=ChannelFactory.create(agents=[alice]), name="Vera")
-    token = issue_visitor_token(client=vera)
-    chat = services.post_client_message(client=vera, content=text("hello")).chat
-    services.accept_chat(chat=chat, agent=alice)
-    stream = Reader(f"{web.base_url}/visitor/{token}/stream")
-    try:
-        services.blacklist_client(chat=chat, agent=alice)
-
-        assert stream.ended()
-        again = requests.get(f"{web.base_url}/visitor/{token}/stream", timeout=5)
-        assert again.status_code == 403
-        assert again.json()["error"]["code"] == "access_denied"
-    finally:
-        stream.close()
-
-
 def test_a_change_no_event_told_ends_the_stream_at_the_next_check(
     alice: Agent, token: str, chat_api: ChatApiChannel
 ) -> None:
@@ -492,109 +363,6 @@ def test_an_unrelated_access_change_leaves_the_stream_open(
         assert stream.until("message").data["message"]["text"] == "still for Alice"
     finally:
         stream.close()
-
-
-# --- limits of open visitor streams (docs/live.md, "Limits") -------------------
-
-
-def try_stream(url: str) -> Reader:
-    """A stream if the service opens one, else the refusal's answer."""
-    reader = Reader(url)
-    if reader.response.status_code != 200:
-        reader.close()
-    return reader
-
-
-def open_when_free(url: str) -> Reader:
-    """A stream, once a slot is free."""
-
-    def attempt() -> Reader | None:
-        reader = try_stream(url)
-        return reader if reader.response.status_code == 200 else None
-
-    reader = wait_for(attempt)
-    assert reader is not None
-    return reader
-
-
-def assert_too_many(url: str) -> None:
-    """One more stream is refused (read as a stream: an admitted one never ends)."""
-    with requests.get(url, stream=True, timeout=5) as answer:
-        assert answer.status_code == 429
-        assert answer.json()["error"]["code"] == "too_many_requests"
-        assert int(answer.headers["Retry-After"]) > 0
-
-
-def visitor_url(web: WebServer) -> str:
-    client = ClientFactory.create(channel=ChannelFactory.create())
-    return f"{web.base_url}/visitor/{issue_visitor_token(client=client)}/stream"
-
-
-def test_a_visitor_holds_at_most_three_streams_and_a_closed_one_frees_its_slot(
-    web: WebServer,
-) -> None:
-    url = visitor_url(web)
-    streams = [try_stream(url) for _ in range(3)]
-    try:
-        assert [s.response.status_code for s in streams] == [200, 200, 200]
-        assert_too_many(url)
-
-        streams.pop().close()
-        streams.append(open_when_free(url))
-        assert_too_many(url)
-    finally:
-        for stream in streams:
-            stream.close()
-
-
-def test_a_stream_open_longer_than_its_lease_keeps_its_slot() -> None:
-    """Leases of 3 s (LIVE_ACCESS_SECONDS 1), renewed while the streams live."""
-    server = WebServer(LIVE_ACCESS_SECONDS="1", LIVE_HEARTBEAT_SECONDS="1").start()
-    url = visitor_url(server)
-    streams = [try_stream(url) for _ in range(3)]
-    try:
-        assert [s.response.status_code for s in streams] == [200, 200, 200]
-        # Six heartbeats a second apart: twice the lease has passed.
-        wait_for(lambda: all(s.comments.count("heartbeat") >= 6 for s in streams), timeout=30)
-        assert_too_many(url)
-    finally:
-        for stream in streams:
-            stream.close()
-        server.stop()
-
-
-def test_an_address_holds_a_limited_number_of_streams_whatever_its_visitors() -> None:
-    server = WebServer(LIVE_STREAMS_PER_ADDRESS="4").start()
-    streams = []
-    try:
-        for url in (visitor_url(server), visitor_url(server)):
-            streams += [try_stream(url), try_stream(url)]
-        assert [s.response.status_code for s in streams] == [200] * 4
-        assert_too_many(visitor_url(server))
-    finally:
-        for stream in streams:
-            stream.close()
-        server.stop()
-
-
-def test_the_slots_of_a_process_that_died_free_themselves() -> None:
-    """Nobody gives the slots back: they count until their leases expire
-    (three access checks of the process that took them)."""
-    dying, server = WebServer(LIVE_ACCESS_SECONDS="2").start(), WebServer().start()
-    try:
-        url = visitor_url(dying)
-        streams = [try_stream(url) for _ in range(3)]
-        assert [s.response.status_code for s in streams] == [200, 200, 200]
-        dying.kill()
-        for stream in streams:
-            stream.close()
-
-        elsewhere = url.replace(dying.base_url, server.base_url)
-        assert_too_many(elsewhere)
-        open_when_free(elsewhere).close()
-    finally:
-        dying.stop()
-        server.stop()
 
 
 def test_the_periodic_checks_outlive_a_moment_without_streams() -> None:

@@ -1,7 +1,7 @@
 """The visitor's stream and its slots (docs/live.md, "Limits"), through
 Django's ASGI handler, as the web server calls it: a visitor who leaves
 before its stream begins gives its slot back at once, not when the lease
-lapses. (The stream over the real web server: tests/agents/test_streams.py.)"""
+lapses. (The stream over the real web server: test_stream_over_the_web.py.)"""
 
 from __future__ import annotations
 
