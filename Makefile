@@ -72,12 +72,9 @@ run: $(STAMP)
 # wait on servers, workers and browsers, so more processes than cores help.
 # Each has its own test database, VAR_DIR and two Redis databases counted up
 # from REDIS_URL's (docs/testing.md). The 20 slowest tests are listed at the end.
-# The browser tests then run in one process, one at a time: three browsers
-# at once on two cores delayed the live updates they wait for.
 TEST_PROCESSES ?= 3
 test: $(STAMP) chromium
-	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal -m "not browser" --durations=20
-	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -m browser --durations=10
+	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=20
 
 # The README's screenshots, refreshed by the browser tests (make test leaves them alone).
 screenshots: $(STAMP) chromium
