@@ -153,6 +153,9 @@ def test_the_admin_runs_under_the_policy(
     page.locator('input[name="_save"]').click()
     secret = page.locator("code.signing-secret").inner_text()
     assert secret.startswith("whsec_")
+    # A click before the page's scripts ran would copy nothing (copy.js is
+    # loaded at the end of the page); a person cannot click that fast.
+    page.wait_for_load_state("load")
     page.get_by_role("button", name="Copy").click()
     expect(page.get_by_role("button", name="Copied")).to_be_visible()
     assert page.evaluate("navigator.clipboard.readText()") == secret
