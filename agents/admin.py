@@ -60,6 +60,7 @@ class AgentAdmin(UserAdmin):
     fieldsets = (
         (None, {"fields": ("email", "password")}),
         ("Profile", {"fields": ("name", "phone", "photo_url", "is_online", "departments")}),
+        ("Routing", {"fields": ("max_chats",)}),
         ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )
@@ -181,7 +182,9 @@ class ChannelForm(forms.ModelForm[Channel]):
 
     class Meta:
         model = Channel
-        fields = ["name", "is_active", "send_transcripts", "agents"]
+        fields = [
+            "name", "is_active", "send_transcripts", "routing_mode", "offer_seconds", "agents",
+        ]  # fmt: skip
 
 
 @admin.register(Channel)
@@ -195,11 +198,20 @@ class ChannelAdmin(admin.ModelAdmin[Channel]):
     list_filter = ["kind", "is_active"]
     search_fields = ["name", "public_id"]
     readonly_fields = ["kind", "public_id", "created"]
-    fields = ["name", "kind", "public_id", "is_active", "send_transcripts", "agents", "created"]
+    fields = [
+        "name", "kind", "public_id", "is_active", "send_transcripts",
+        "routing_mode", "offer_seconds", "agents", "created",
+    ]  # fmt: skip
     inlines = [CallbackSettingsInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        # A new mode acts on the chats waiting now, as the command's does (docs/routing.md).
+        if {"routing_mode", "agents"} & set(form.changed_data):
+            services.set_routing(channel=form.instance, mode=form.instance.routing_mode)
 
 
 @admin.register(Client)

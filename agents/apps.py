@@ -6,7 +6,8 @@ class AgentsConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
-        from agents import live, transcripts
+        from agents import live, tasks, transcripts
 
         live.connect()
+        tasks.connect()
         transcripts.connect()

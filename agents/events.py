@@ -18,6 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -90,6 +91,28 @@ class ChatTransferred(Event):
     from_agent_id: int
     to_agent_id: int | None
     department_id: int | None
+
+
+@dataclass(frozen=True)
+class ChatOffered(Event):
+    """Routing offered a queued chat to one agent until ``expires_at``
+    (docs/routing.md); their Reply takes it."""
+
+    chat_id: int
+    agent_id: int
+    offer_id: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class OfferEnded(Event):
+    """A chat's offer to an agent ended: ``accepted``, ``declined``, ``lapsed``
+    (nobody answered in time) or ``withdrawn`` (another agent took the chat,
+    it left the queue, the agent went offline)."""
+
+    chat_id: int
+    agent_id: int
+    outcome: str
 
 
 @dataclass(frozen=True)

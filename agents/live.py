@@ -187,6 +187,17 @@ def on_transfer(event: events.ChatTransferred) -> None:
     _chat_event("chat.transferred", chat, data, for_client=False)
 
 
+def on_offer(event: events.ChatOffered | events.OfferEnded) -> None:
+    """Agents only: who a queued chat is offered to now (docs/routing.md)."""
+    chat = _chat(event.chat_id)
+    if isinstance(event, events.ChatOffered):
+        data = {"offered_to": event.agent_id, "expires": event.expires_at.isoformat()}
+        _chat_event("chat.offered", chat, data, for_client=False)
+    else:
+        data = {"agent_id": event.agent_id, "outcome": event.outcome}
+        _chat_event("chat.offer_ended", chat, data, for_client=False)
+
+
 def on_typing(event: events.TypingChanged) -> None:
     chat = _chat(event.chat_id)
     _chat_event(
@@ -276,6 +287,8 @@ def connect() -> None:
     ):
         events.subscribe(kind, on_chat_state)
     events.subscribe(events.ChatTransferred, on_transfer)
+    events.subscribe(events.ChatOffered, on_offer)
+    events.subscribe(events.OfferEnded, on_offer)
     events.subscribe(events.TypingChanged, on_typing)
     events.subscribe(events.MessageDeliveryChanged, on_delivery)
     events.subscribe(events.CrmPanelChanged, on_crm_panel)

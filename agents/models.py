@@ -11,7 +11,9 @@ import secrets
 from datetime import time as datetime_time
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -56,6 +58,9 @@ class Department(models.Model):
         return self.name
 
 
+MAX_CHATS_LIMIT = 100  # the most chats an agent may be set to answer at once
+
+
 class Agent(AbstractBaseUser, PermissionsMixin):
     """A person who answers chats; staff agents also use the admin."""
 
@@ -70,6 +75,19 @@ class Agent(AbstractBaseUser, PermissionsMixin):
     notify_sound = models.BooleanField(default=True)
     notify_desktop = models.BooleanField(default=True)
     departments = models.ManyToManyField(Department, blank=True, related_name="agents")
+    # Routing (docs/routing.md): how many chats the agent answers at once
+    # (blank: the installation's AGENT_MAX_CHATS), and when a chat was last
+    # offered to them (the longest without one is offered first on a tie).
+    max_chats = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_CHATS_LIMIT)],
+        help_text="Chats this agent answers at once; blank: the installation's default.",
+    )
+    last_offered_at = models.DateTimeField(null=True, blank=True)
+    # The last sign of life: a page or API request, an open stream's check
+    # (agents/presence.py); an online agent silent for AGENT_AWAY_MINUTES is away.
+    last_seen_at = models.DateTimeField(null=True, blank=True)
     is_staff = models.BooleanField(default=False)
     is_active = models.BooleanField(default=True)
     date_joined = models.DateTimeField(default=timezone.now)
@@ -88,7 +106,18 @@ class Agent(AbstractBaseUser, PermissionsMixin):
 
     @property
     def status(self) -> str:
-        return "online" if self.is_online else "offline"
+        """``online``, ``away`` (online, but silent for AGENT_AWAY_MINUTES:
+        offered nothing) or ``offline``."""
+        if not self.is_online:
+            return "offline"
+        from agents.presence import is_away
+
+        return "away" if is_away(self) else "online"
+
+    @property
+    def capacity(self) -> int:
+        """How many chats routing lets this agent hold at once."""
+        return self.max_chats or settings.AGENT_MAX_CHATS
 
 
 class ApiToken(models.Model):
@@ -129,6 +158,19 @@ class Channel(models.Model):
     send_transcripts = models.BooleanField(
         default=True,
         help_text="Mail the client the chat's log when a chat ends (the client gave an e-mail).",
+    )
+
+    class RoutingMode(models.TextChoices):
+        MANUAL = "manual", "Manual: every agent sees the queue and presses Reply"
+        OFFER = "offer", "Offer: each new chat is offered to one agent at a time"
+
+    routing_mode = models.CharField(
+        max_length=10, choices=RoutingMode.choices, default=RoutingMode.MANUAL
+    )
+    offer_seconds = models.PositiveSmallIntegerField(
+        default=30,
+        validators=[MinValueValidator(5), MaxValueValidator(600)],
+        help_text="How long an agent has to take an offered chat before it goes to the next.",
     )
     agents = models.ManyToManyField(Agent, blank=True, related_name="channels")
     created = models.DateTimeField(default=timezone.now)
@@ -293,6 +335,12 @@ class Chat(models.Model):
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     transfer_note = models.TextField(blank=True)
+    # Routing (docs/routing.md): the agent a queued chat is offered to now,
+    # and until when; null while nobody is offered it.
+    offered_to = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="offered_chats"
+    )
+    offer_expires_at = models.DateTimeField(null=True, blank=True)
     # When the last message of any author was written: the lists put the most
     # recently active chat first.
     last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -328,6 +376,40 @@ class Chat(models.Model):
     @property
     def agent_typing(self) -> bool:
         return bool(self.agent_typing_until and self.agent_typing_until > timezone.now())
+
+
+class ChatOffer(models.Model):
+    """One offer of a queued chat to one agent, and how it ended
+    (docs/routing.md): who declined or let it lapse is not offered that
+    chat again while another agent can take it."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        DECLINED = "declined", "Declined"
+        LAPSED = "lapsed", "Lapsed"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="offers")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="chat_offers")
+    offered_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(
+        max_length=10, choices=Outcome.choices, default=Outcome.PENDING, db_index=True
+    )
+
+    class Meta:
+        ordering = ["-offered_at"]
+        constraints = [
+            # One pending offer per chat: never offered to two agents at once.
+            models.UniqueConstraint(
+                fields=["chat"], condition=Q(outcome="pending"), name="one_pending_offer_per_chat"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"offer of chat {self.chat_id} to agent {self.agent_id} ({self.outcome})"
 
 
 class Message(models.Model):

@@ -51,6 +51,12 @@ def chats_for_agent(*, agent: Agent, state: str | None = None) -> QuerySet[Chat]
     return chats.order_by("-created", "-id")
 
 
+def offers_for_agent(*, agent: Agent) -> QuerySet[Chat]:
+    """The queued chats offered to the agent now, the soonest to move on first."""
+    chats = chats_for_agent(agent=agent, state=Chat.State.QUEUED).filter(offered_to=agent)
+    return chats.order_by("offer_expires_at", "id")
+
+
 def _longest_waiting_first(chats: QuerySet[Chat]) -> QuerySet[Chat]:
     """The queue's order: whoever has waited longest is answered first."""
     return chats.order_by(F("queued_at").asc(nulls_last=True), "created", "id")
@@ -141,9 +147,8 @@ def with_last_messages(chats: Iterable[Chat]) -> list[Chat]:
 
 def queue_for_agent(*, agent: Agent) -> QuerySet[Chat]:
     """Queued chats of my channels, the longest-waiting first (each shows its wait)."""
-    return _longest_waiting_first(
-        _listed(chats_for_agent(agent=agent, state=Chat.State.QUEUED), agent)
-    )
+    queued = chats_for_agent(agent=agent, state=Chat.State.QUEUED).select_related("offered_to")
+    return _longest_waiting_first(_listed(queued, agent))
 
 
 def active_for_agent(*, agent: Agent) -> QuerySet[Chat]:

@@ -38,7 +38,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from agents import leases, live
+from agents import leases, live, presence
 from agents.api.parsers import id_from
 from agents.live import as_dict, channel_name
 from agents.models import Agent, ApiToken, Channel, LiveEvent
@@ -190,7 +190,13 @@ class Hub:
 
         def check() -> list[Listener]:
             leases.renew(held=held, seconds=lease_seconds())
-            return lapsed(listeners)
+            gone = lapsed(listeners)
+            # An agent's open stream is a sign of life (agents/presence.py).
+            presence.seen(
+                {each.agent_id for each in listeners if each.agent_id}
+                - {each.agent_id for each in gone}
+            )
+            return gone
 
         try:
             gone = await in_thread(check)

@@ -4,11 +4,12 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import accounts, idempotency, live, mail, ratelimit, services
+from agents import accounts, events, idempotency, live, mail, presence, ratelimit, services
 from agents.models import Chat
 
 
@@ -66,3 +67,32 @@ def send_due_mails() -> int:
     for mail_id in ids:
         mail.send(mail_id)
     return len(ids)
+
+
+@shared_task
+def lapse_offer(offer_id: int) -> bool:
+    """An offered chat whose time ran out goes to the next agent (docs/routing.md)."""
+    return services.lapse_offer(offer_id=offer_id)
+
+
+@shared_task
+def lapse_due_offers() -> int:
+    """The beat's sweep behind each offer's own timer; returns how many lapsed."""
+    return services.lapse_due_offers()
+
+
+@shared_task
+def move_offers_of_away_agents() -> int:
+    """Agents silent for AGENT_AWAY_MINUTES lose their pending offers to the
+    next agent; returns how many agents."""
+    return presence.move_offers_of_away_agents()
+
+
+def on_chat_offered(event: events.ChatOffered) -> None:
+    """Each offer's own timer: the worker moves the chat on when the offer's
+    time is up (and the beat's sweep, should the message be lost)."""
+    transaction.on_commit(lambda: lapse_offer.apply_async((event.offer_id,), eta=event.expires_at))
+
+
+def connect() -> None:
+    events.subscribe(events.ChatOffered, on_chat_offered)

@@ -33,6 +33,7 @@ urlpatterns = [
     path("settings/password", settings.change_password, name="change-password"),
     path("chats/<int:chat_id>/", views.home, name="chat"),
     path("chats/<int:chat_id>/accept", views.accept, name="accept"),
+    path("chats/<int:chat_id>/decline", views.decline, name="decline"),
     path("chats/<int:chat_id>/finish", views.finish, name="finish"),
     path("chats/<int:chat_id>/messages", views.send, name="send"),
     path("chats/<int:chat_id>/typing", views.typing, name="typing"),

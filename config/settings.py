@@ -101,6 +101,8 @@ MIDDLEWARE = [
     # After the CSRF check (a forged form is refused as forged), before any view.
     "config.form_fields.RefuseNulCharacters",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # An agent's page request is a sign of life (docs/routing.md, "Presence").
+    "agents.presence.seen_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a refused sign-in into the locked page.
@@ -326,6 +328,18 @@ CELERY_BEAT_SCHEDULE["send-due-mails"] = {
     "schedule": 10.0,
     "options": {"expires": 10.0},
 }
+# Offers whose time ran out and whose own timer was lost, and those of agents
+# who turned away (docs/routing.md).
+CELERY_BEAT_SCHEDULE["move-offers-of-away-agents"] = {
+    "task": "agents.tasks.move_offers_of_away_agents",
+    "schedule": 30.0,
+    "options": {"expires": 30.0},
+}
+CELERY_BEAT_SCHEDULE["lapse-due-offers"] = {
+    "task": "agents.tasks.lapse_due_offers",
+    "schedule": 5.0,
+    "options": {"expires": 5.0},
+}
 CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = {
     "task": "bots.tasks.hand_over_silent_chats",
     "schedule": 5.0,
@@ -369,6 +383,12 @@ MAIL_RETRY_SECONDS = env.float("MAIL_RETRY_SECONDS", default=30.0)
 # --- chat behaviour -------------------------------------------------------
 # A "typing…" state expires by itself, so a lost typeout cannot leave it on.
 TYPING_TTL_SECONDS = env.int("TYPING_TTL_SECONDS", default=10)
+# Routing (docs/routing.md): how many chats an agent answers at once unless
+# their own maximum says otherwise.
+AGENT_MAX_CHATS = env.int("AGENT_MAX_CHATS", default=5)
+# An online agent whose pages, API and stream are silent this long is away:
+# offered nothing, their pending offers moved on (agents/presence.py).
+AGENT_AWAY_MINUTES = env.int("AGENT_AWAY_MINUTES", default=5)
 # Open chats with no message for this long are finished by a periodic task (0: never).
 INACTIVE_CHAT_HOURS = env.int("INACTIVE_CHAT_HOURS", default=24)
 

@@ -7,6 +7,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from agents import presence
 from agents.models import Agent
 from agents.tokens import agent_for_key
 
@@ -35,6 +36,7 @@ class AgentTokenAuthentication(BaseAuthentication):
         agent = agent_for_key(key)
         if agent is None:
             raise exceptions.AuthenticationFailed("token is not valid")
+        agent.last_seen_at = presence.seen([agent.pk])  # a sign of life (docs/routing.md)
         return agent, None
 
     def authenticate_header(self, request: Request) -> str:

@@ -37,6 +37,16 @@ class ChatOut(serializers.Serializer[Any]):
     waiting_seconds = serializers.SerializerMethodField(
         help_text="How long the client has waited in the queue; null unless queued"
     )
+    offered_to = serializers.IntegerField(
+        source="offered_to_id",
+        allow_null=True,
+        help_text="The agent this queued chat is offered to now (docs/routing.md); null if none",
+    )
+    offer_expires = serializers.DateTimeField(
+        source="offer_expires_at",
+        allow_null=True,
+        help_text="When the offer moves on to the next agent unless taken",
+    )
 
     def get_waiting_seconds(self, chat: Chat) -> int | None:
         if chat.state != Chat.State.QUEUED or chat.queued_at is None:

@@ -7,6 +7,7 @@ app_name = "agent_api"
 urlpatterns = [
     path("status", views.StatusView.as_view(), name="status"),
     path("chats", views.ChatListView.as_view(), name="chats"),
+    path("offers", views.OfferListView.as_view(), name="offers"),
     path("chats/<int:chat_id>", views.ChatDetailView.as_view(), name="chat"),
     path("chats/<int:chat_id>/messages", views.ChatMessagesView.as_view(), name="messages"),
     path(
@@ -15,6 +16,7 @@ urlpatterns = [
         name="retry",
     ),
     path("chats/<int:chat_id>/accept", views.AcceptView.as_view(), name="accept"),
+    path("chats/<int:chat_id>/decline", views.DeclineView.as_view(), name="decline"),
     path("chats/<int:chat_id>/finish", views.FinishView.as_view(), name="finish"),
     path("chats/<int:chat_id>/typing", views.TypingView.as_view(), name="typing"),
     path("chats/<int:chat_id>/assign", views.CrmAssignView.as_view(), name="crm-assign"),

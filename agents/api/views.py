@@ -91,6 +91,15 @@ class ChatListView(AgentListView):
         return self.page(request, chats, ChatOut)
 
 
+class OfferListView(AgentListView):
+    @extend_schema(
+        responses=ChatOut(many=True),
+        summary="Chats offered to me now (routing by offers), the oldest offer first",
+    )
+    def get(self, request: Request) -> Response:
+        return self.page(request, selectors.offers_for_agent(agent=self.agent(request)), ChatOut)
+
+
 class ChatDetailView(AgentView):
     @extend_schema(responses=ChatDetailOut, summary="One chat with contact info and CRM data")
     def get(self, request: Request, chat_id: int) -> Response:
@@ -214,6 +223,17 @@ class AcceptView(AgentView):
     def post(self, request: Request, chat_id: int) -> Response:
         chat = services.accept_chat(chat=self.chat(request, chat_id), agent=self.agent(request))
         return Response(ChatDetailOut(chat).data)
+
+
+class DeclineView(AgentView):
+    @extend_schema(
+        request=None,
+        responses=ChatDetailOut,
+        summary="Decline a chat offered to me: it is offered to the next agent",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        chat = services.decline_offer(chat=self.chat(request, chat_id), agent=self.agent(request))
+        return Response(ChatDetailOut(self.chat(request, chat.pk)).data)
 
 
 class FinishView(AgentView):

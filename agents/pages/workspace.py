@@ -168,8 +168,10 @@ def _handed_on(chat: Chat) -> bool:
     return chat.accepted_at is None or chat.transferred_at > chat.accepted_at
 
 
-def _notice(chat: Chat) -> dict[str, Any]:
-    """What the page's notifications say of a chat of the lists."""
+def _notice(chat: Chat, agent: Agent) -> dict[str, Any]:
+    """What the page's notifications say of a chat of the lists; ``offer``:
+    whether a queued chat is offered to this agent (``me``), to another
+    (``other``) or to nobody (docs/routing.md)."""
     message = getattr(chat, "last_message", None)
     text = ""
     if message is not None:
@@ -180,12 +182,19 @@ def _notice(chat: Chat) -> dict[str, Any]:
         "unread": getattr(chat, "unread", 0),
         "last_id": getattr(chat, "last_message_pk", None) or 0,
         "text": text[:120],
+        "offer": _offer(chat, agent),
     }
     if _handed_on(chat):  # who handed it on, when, and the note for the taker
         notice["transferred_by"] = chat.transferred_by.name if chat.transferred_by else ""
         notice["transferred_at"] = chat.transferred_at.isoformat() if chat.transferred_at else ""
         notice["transfer_note"] = chat.transfer_note[:300]
     return notice
+
+
+def _offer(chat: Chat, agent: Agent) -> str:
+    if chat.offered_to_id is None:
+        return ""
+    return "me" if chat.offered_to_id == agent.pk else "other"
 
 
 def _newest_message_id(chat: Chat) -> int:
@@ -234,8 +243,8 @@ def live(request: HttpRequest) -> JsonResponse:
     data["queue_count"] = len(lists["queue"])
     data["lists_html"] = render_to_string("agents/_lists.html", lists, request=request)
     data["notify"] = {
-        "queued": [_notice(c) for c in lists["queue"]],
-        "mine": [_notice(c) for c in lists["active"]],
+        "queued": [_notice(c, agent) for c in lists["queue"]],
+        "mine": [_notice(c, agent) for c in lists["active"]],
     }
     data["server_time"] = timezone.now().isoformat()
     return JsonResponse(data)
@@ -277,6 +286,15 @@ def accept(request: HttpRequest, chat_id: int) -> HttpResponse:
         chat_id,
         lambda chat, agent: services.accept_chat(chat=chat, agent=agent),
         fragment="#reply-box",
+    )
+
+
+@login_required
+@require_POST
+def decline(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """Decline a chat offered to me: it goes to the next agent (docs/routing.md)."""
+    return _act(
+        request, chat_id, lambda chat, agent: services.decline_offer(chat=chat, agent=agent)
     )
 
 

@@ -13,6 +13,7 @@ One module per subject, every public name re-exported here, so callers say
 - ``calls``: callback requests and a call's progress;
 - ``offline``: offline messages;
 - ``profile``: an agent's online status and settings;
+- ``offers``: routing by offers (docs/routing.md);
 - ``errors`` and ``locks``: the errors every verb raises, the row locks
   they share.
 """
@@ -61,6 +62,7 @@ from agents.services.clients import (
     update_client_contact,
 )
 from agents.services.errors import InvalidState, ServiceError
+from agents.services.offers import decline_offer, lapse_due_offers, lapse_offer, set_routing
 from agents.services.offline import (
     OFFLINE_MESSAGE_MAX,
     leave_offline_message,
@@ -91,9 +93,12 @@ __all__ = [
     "callback_unavailable_reason",
     "confirm_client_email",
     "crm_assign_failed",
+    "decline_offer",
     "finish_chat",
     "finish_idle_chat",
     "get_or_create_client",
+    "lapse_due_offers",
+    "lapse_offer",
     "leave_offline_message",
     "lift_blacklist",
     "mark_chat_seen",
@@ -118,6 +123,7 @@ __all__ = [
     "set_agent_typing",
     "set_client_typing",
     "set_crm_panel",
+    "set_routing",
     "show_visitor_data",
     "transfer_chat",
     "transfer_target",

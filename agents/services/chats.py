@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from agents import events, routing
 from agents.content import Content
-from agents.models import Agent, Chat, ChatSeen, Client, Department, Message
+from agents.models import Agent, Chat, ChatOffer, ChatSeen, Client, Department, Message
 from agents.services.errors import InvalidState, ServiceError
 from agents.services.locks import _lock, _lock_client, _open_chat_of
+from agents.services.offers import end_offer, offer_chat, offer_waiting
 from config.text import TEXT_LIMIT
 
 
@@ -41,6 +42,7 @@ def _open(client: Client, state: str, department: Department | None) -> Chat:
         queued_at=now if state == Chat.State.QUEUED else None,
     )
     events.publish(events.ChatOpened(chat_id=chat.pk, state=state, chat=chat))
+    offer_chat(chat)
     return chat
 
 
@@ -180,6 +182,7 @@ def queue_chat(*, chat: Chat, reason: str) -> Chat:
     chat.queued_at = timezone.now()
     chat.save(update_fields=["state", "queued_at"])
     events.publish(events.ChatQueued(chat_id=chat.pk, reason=reason))
+    offer_chat(chat)
     return chat
 
 
@@ -189,6 +192,7 @@ def return_chat_to_bot(*, chat: Chat, reason: str) -> Chat:
     chat = _lock(chat)
     if chat.state != Chat.State.QUEUED:
         raise InvalidState(f"only a queued chat can go back to the bot, this one is {chat.state}")
+    end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
     chat.state = Chat.State.BOT
     chat.queued_at = None
     chat.save(update_fields=["state", "queued_at"])
@@ -204,6 +208,9 @@ def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
         return chat  # pressing Reply twice changes nothing
     if chat.state not in (Chat.State.QUEUED, Chat.State.BOT):
         raise InvalidState(f"the chat is {chat.state} and cannot be accepted")
+    # Reply takes the chat whoever it was offered to (docs/routing.md).
+    taken = ChatOffer.Outcome.ACCEPTED if chat.offered_to_id == agent.pk else None
+    end_offer(chat, taken or ChatOffer.Outcome.WITHDRAWN)
     chat.state = Chat.State.ACTIVE
     chat.accepted_at = timezone.now()
     chat.save(update_fields=["state", "accepted_at"])
@@ -346,6 +353,8 @@ def transfer_chat(
             department_id=department.pk if department else None,
         )
     )
+    offer_chat(chat)  # back in the queue: offered afresh
+    offer_waiting([agent.pk])  # the agent who handed it on has room again
     return chat
 
 
@@ -401,6 +410,9 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None, idle: bool = False) -
     )
     if other_agents_chat:
         raise InvalidState("the chat was accepted by another agent")
+    end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
+    active = chat.state == Chat.State.ACTIVE
+    freed = list(chat.agents.values_list("pk", flat=True)) if active else []
     chat.state = Chat.State.FINISHED
     chat.finished_at = timezone.now()
     chat.client_typing_until = None
@@ -409,6 +421,7 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None, idle: bool = False) -
     events.publish(
         events.ChatFinished(chat_id=chat.pk, agent_id=agent.pk if agent else None, idle=idle)
     )
+    offer_waiting(freed)
     return chat
 
 

@@ -5,17 +5,31 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
+from django.utils import timezone
 
 from agents import events
 from agents.models import Agent
 from agents.services.errors import ServiceError
+from agents.services.offers import offer_waiting, withdraw_offers_of
 
 
-@transaction.atomic
 def set_agent_status(*, agent: Agent, online: bool) -> Agent:
-    Agent.objects.filter(pk=agent.pk).update(is_online=online)
-    agent.is_online = online
-    events.publish(events.AgentStatusChanged(agent_id=agent.pk, online=online))
+    """Online or offline. Online, the agent is offered the chats that wait
+    for them; offline, the chats offered to them move on (docs/routing.md).
+    The routing runs after the status is written, in a transaction of its
+    own, so the agent's row is not held while chats are locked."""
+    with transaction.atomic():
+        # Going online is a sign of life (docs/routing.md, "Presence").
+        seen = {"last_seen_at": timezone.now()} if online else {}
+        Agent.objects.filter(pk=agent.pk).update(is_online=online, **seen)
+        agent.is_online = online
+        agent.last_seen_at = seen.get("last_seen_at", agent.last_seen_at)
+        events.publish(events.AgentStatusChanged(agent_id=agent.pk, online=online))
+    with transaction.atomic():
+        if online:
+            offer_waiting([agent.pk])
+        else:
+            withdraw_offers_of(agent.pk)
     return agent
 
 

@@ -165,13 +165,17 @@
     const notify = event.detail && event.detail.notify;
     if (!notify) return;
     const now = new Map();
-    notify.queued.forEach((c) => now.set(`q${c.id}`, c));
+    // A queued chat counts anew each time it is offered to another agent.
+    notify.queued.forEach((c) => now.set(`q${c.id}:${c.offer}`, c));
     notify.mine.forEach((c) => now.set(`m${c.id}`, c));
     if (known !== null) {
       const hidden = document.visibilityState !== "visible";
       const news = [];
       notify.queued.forEach((c) => {
-        if (!known.has(`q${c.id}`)) news.push({ c, title: `New chat: ${c.name}`, queued: true });
+        if (known.has(`q${c.id}:${c.offer}`)) return;
+        // Routing by offers: the chat sounds for the agent it is offered to only.
+        if (c.offer === "me") news.push({ c, title: `Chat offered to you: ${c.name}`, queued: true });
+        else if (c.offer === "") news.push({ c, title: `New chat: ${c.name}`, queued: true });
       });
       notify.mine.forEach((c) => {
         const before = known.get(`m${c.id}`);

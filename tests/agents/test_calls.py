@@ -403,6 +403,8 @@ def save_channel(admin_browser: Browser, channel: Channel, **callback: Any) -> A
         "name": channel.name,
         "kind": channel.kind,
         "is_active": "on",
+        "routing_mode": channel.routing_mode,
+        "offer_seconds": str(channel.offer_seconds),
         "callback-TOTAL_FORMS": "1",
         "callback-INITIAL_FORMS": "0",
         "callback-MIN_NUM_FORMS": "0",

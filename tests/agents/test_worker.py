@@ -48,3 +48,30 @@ def test_the_worker_mails_a_finished_chats_transcript(celery_worker: Worker, set
     content = written.read_text()
     assert "To: wendy@example.com" in content and "Please mail me this" in content
     written.unlink()
+
+
+def test_the_worker_moves_an_unanswered_offer_on_when_its_time_is_up(
+    celery_worker: Worker,
+) -> None:
+    """Each offer's own timer (docs/routing.md): queued with the offer, run
+    by the worker at the offer's end, not before."""
+    from agents import services
+    from agents.models import Channel, ChatOffer
+    from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+
+    ann, bob = (AgentFactory.create(name=n, is_online=True) for n in ("Ann", "Bob"))
+    channel = ChannelFactory.create(
+        agents=[ann, bob], routing_mode=Channel.RoutingMode.OFFER, offer_seconds=5
+    )
+    client = ClientFactory.create(channel=channel)
+    chat = services.post_client_message(client=client, content=text("anyone?")).chat
+    first = ChatOffer.objects.get(chat=chat)
+
+    wait_for(lambda: ChatOffer.objects.filter(chat=chat).count() == 2, timeout=30)
+
+    first.refresh_from_db()
+    assert first.outcome == ChatOffer.Outcome.LAPSED
+    assert first.ended_at is not None and first.ended_at >= first.expires_at
+    second = ChatOffer.objects.get(chat=chat, outcome=ChatOffer.Outcome.PENDING)
+    assert second.agent_id != first.agent_id
+    assert "lapse_offer" in celery_worker.log()

@@ -153,10 +153,17 @@ def test_live_tells_the_page_what_to_notify(browser: Browser, agent: Agent) -> N
 
     assert notify["queued"] == [
         {"id": queued.pk, "name": "Nina", "unread": 1, "last_id": queued.messages.get().pk,
-         "text": "Is anyone there?"}
+         "text": "Is anyone there?", "offer": ""}
     ]  # fmt: skip
     assert notify["mine"] == [
-        {"id": mine.pk, "name": "Olga", "unread": 2, "last_id": reply.pk, "text": "Thanks!"}
+        {
+            "id": mine.pk,
+            "name": "Olga",
+            "unread": 2,
+            "last_id": reply.pk,
+            "text": "Thanks!",
+            "offer": "",
+        }
     ]
 
 

@@ -7,7 +7,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 
 from agents import accounts
-from agents.models import Agent
+from agents.models import MAX_CHATS_LIMIT, Agent
 from agents.services import set_agent_status
 from agents.tokens import issue_token
 
@@ -20,6 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True)
         parser.add_argument("--password", help="for the agent pages; none: API only")
         parser.add_argument("--online", action="store_true", help="start online")
+        parser.add_argument(
+            "--max-chats",
+            type=int,
+            help="chats answered at once (1-100; default: AGENT_MAX_CHATS, docs/routing.md)",
+        )
 
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
@@ -30,7 +35,10 @@ class Command(BaseCommand):
             raise CommandError(f"not an email address: {email}") from error
         if Agent.objects.filter(email=email).exists():
             raise CommandError(f"an agent with email {email} exists already")
-        agent = Agent.objects.create_user(email, name=options["name"])
+        max_chats = options["max_chats"]
+        if max_chats is not None and not 1 <= max_chats <= MAX_CHATS_LIMIT:
+            raise CommandError(f"--max-chats is 1 to {MAX_CHATS_LIMIT}")
+        agent = Agent.objects.create_user(email, name=options["name"], max_chats=max_chats)
         if options["password"] is not None:
             try:  # the validators know the agent's name and address: it is made first
                 accounts.set_password(agent=agent, password=options["password"])
