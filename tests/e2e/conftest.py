@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,10 +169,28 @@ def chat_api(alice: Agent, target: Target) -> ChatApiChannel:
 LOG_LINES = 40
 
 
+def record_network(context: Any, node: pytest.Item) -> None:
+    """Keep what ``context``'s pages asked and were answered (and the live
+    stream's events as they arrive), for the report should the test fail."""
+    log: list[str] = getattr(node, "network_log", [])
+    node.network_log = log  # type: ignore[attr-defined]
+    started = time.monotonic()
+
+    def line(text: str) -> None:
+        log.append(f"{time.monotonic() - started:7.2f}s {text}")
+
+    context.on("request", lambda r: line(f"-> {r.method} {r.url[:120]}"))
+    context.on("response", lambda r: line(f"<- {r.status} {r.url[:120]}"))
+    context.on("requestfailed", lambda r: line(f"!! {r.failure} {r.url[:120]}"))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.failed and call.when == "call":
+        network = getattr(item, "network_log", None)
+        if network:
+            report.sections.append(("the browser's requests", "\n".join(network[-200:])))
         funcargs = getattr(item, "funcargs", {})
         for name, path in (
             ("web process", getattr(funcargs.get("web_process"), "stderr_path", None)),

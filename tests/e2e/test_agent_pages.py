@@ -96,7 +96,7 @@ def test_an_agents_day(
     expect(page.locator(".msg-client")).to_contain_text("My order #1234 has not arrived")
     expect(page.locator(".invite")).to_contain_text("Need help?")
     page.get_by_test_id("reply").click()
-    expect(page.get_by_label("Reply to the client")).to_be_visible()
+    expect(page.get_by_label("Reply to the client")).to_be_focused()  # the page's scripts ran
 
     # The customer types: the agent sees it.
     integrator.post({"id": 501}, {"type": "typein"})
@@ -265,7 +265,7 @@ def test_a_bot_chat_shows_live_and_the_agent_takes_it_over(
 
         # Reply takes it over: the composer appears and the bot is told.
         page.get_by_test_id("reply").click()
-        expect(page.get_by_label("Reply to the client")).to_be_visible()
+        expect(page.get_by_label("Reply to the client")).to_be_focused()
         expect(page.get_by_test_id("bot-chat")).to_have_count(0, timeout=LIVE)
         provider_server.wait_for(2)
         assert json.loads(provider_server.received[1].body)["event"] == "AGENT_JOINED"

@@ -106,7 +106,7 @@ def sign_in(page: Page, email: str) -> None:
 def reply_to(page: Page, chat: Chat) -> None:
     page.goto(f"/agent/chats/{chat.pk}/")
     page.get_by_test_id("reply").click()
-    expect(page.get_by_label("Reply to the client")).to_be_visible()
+    expect(page.get_by_label("Reply to the client")).to_be_focused()  # the page's scripts ran
 
 
 def final_delivery(event: str, timeout: float = 15) -> Delivery:

@@ -109,6 +109,8 @@ def test_the_agent_pages_run_under_the_policy(browser: Watched, staff: Agent, ch
     page = browser.open(f"/agent/chats/{chat.pk}/")
     expect(page.locator(".msg-client").first).to_contain_text("Where is my parcel?")
     page.get_by_test_id("reply").click()
+    # Focused by the page's scripts: before they ran, Enter would only add a line.
+    expect(page.get_by_label("Reply to the client")).to_be_focused()
     page.get_by_label("Reply to the client").fill("Let me check")
     page.get_by_label("Reply to the client").press("Enter")
     expect(page.locator(".msg-agent")).to_contain_text("Let me check")

@@ -15,6 +15,7 @@ from agents.content import Content
 from agents.models import Agent, Chat
 from devhooks.models import WidgetChannel
 from devhooks.widget import services as widgets
+from tests.e2e.conftest import record_network
 from tests.e2e.host_pages import HostSite, host_site
 from tests.factories import AgentFactory
 
@@ -64,8 +65,9 @@ def site() -> Iterator[HostSite]:
 
 
 @pytest.fixture
-def visitor(chromium: Browser) -> Iterator[BrowserContext]:
+def visitor(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[BrowserContext]:
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    record_network(context, request.node)
     yield context
     context.close()
 

@@ -199,7 +199,7 @@ def test_a_full_chat_with_an_agent_in_the_agent_pages(
     queued.click()
     agent.get_by_test_id("reply").click()
     reply = agent.get_by_label("Reply to the client")
-    expect(reply).to_be_visible()
+    expect(reply).to_be_focused()  # the page's scripts ran: Enter sends
     expect(page.get_by_test_id("svc-who")).to_have_text("Alice Agent", timeout=LIVE)
     expect(page.get_by_test_id("svc-messages")).to_contain_text("Alice Agent joined the chat")
 
