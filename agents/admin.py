@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents import mail, services, tokens
+from agents import hours, mail, services, tokens
 from agents.models import (
     Agent,
     ApiToken,
@@ -179,12 +179,63 @@ class ChannelAgentsField(forms.ModelMultipleChoiceField):
 
 class ChannelForm(forms.ModelForm[Channel]):
     agents = ChannelAgentsField()
+    # Business hours as the command writes them (agents/hours.py), a line each.
+    weekly_hours = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="A line each, e.g. mon-fri 09:00-18:00 and sat 10:00-14:00. "
+        "None and no dates closed: always open.",
+    )
+    dates_closed = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Dates the channel is closed, a line each (YYYY-MM-DD).",
+    )
 
     class Meta:
         model = Channel
         fields = [
-            "name", "is_active", "send_transcripts", "routing_mode", "offer_seconds", "agents",
+            "name", "is_active", "send_transcripts", "routing_mode", "offer_seconds",
+            "business_time_zone", "agents",
         ]  # fmt: skip
+        help_texts = {
+            "business_time_zone": "An IANA time zone, e.g. Europe/Berlin: hours are local to it.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        weekly = self.instance.business_hours or {}
+        self.initial["weekly_hours"] = "\n".join(
+            f"{day} {','.join(f'{a}-{b}' for a, b in spans)}" for day, spans in weekly.items()
+        )
+        self.initial["dates_closed"] = "\n".join(self.instance.closed_dates or [])
+
+    def clean_business_time_zone(self) -> str:
+        name = str(self.cleaned_data["business_time_zone"]).strip()
+        try:
+            hours.zone(name)
+        except hours.BadHours as error:
+            raise forms.ValidationError(str(error)) from None
+        return name
+
+    def clean_weekly_hours(self) -> hours.WeeklyHours:
+        lines = [line for line in self.cleaned_data["weekly_hours"].splitlines() if line.strip()]
+        try:
+            return hours.parse_hours(lines)
+        except hours.BadHours as error:
+            raise forms.ValidationError(str(error)) from None
+
+    def clean_dates_closed(self) -> list[str]:
+        lines = [line for line in self.cleaned_data["dates_closed"].splitlines() if line.strip()]
+        try:
+            return sorted({hours.parse_date(line) for line in lines})
+        except hours.BadHours as error:
+            raise forms.ValidationError(str(error)) from None
+
+    def save(self, commit: bool = True) -> Channel:
+        self.instance.business_hours = self.cleaned_data["weekly_hours"]
+        self.instance.closed_dates = self.cleaned_data["dates_closed"]
+        return super().save(commit)
 
 
 @admin.register(Channel)
@@ -200,7 +251,8 @@ class ChannelAdmin(admin.ModelAdmin[Channel]):
     readonly_fields = ["kind", "public_id", "created"]
     fields = [
         "name", "kind", "public_id", "is_active", "send_transcripts",
-        "routing_mode", "offer_seconds", "agents", "created",
+        "routing_mode", "offer_seconds",
+        "business_time_zone", "weekly_hours", "dates_closed", "agents", "created",
     ]  # fmt: skip
     inlines = [CallbackSettingsInline]
 

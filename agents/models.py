@@ -172,6 +172,11 @@ class Channel(models.Model):
         validators=[MinValueValidator(5), MaxValueValidator(600)],
         help_text="How long an agent has to take an offered chat before it goes to the next.",
     )
+    # Business hours (agents/hours.py, docs/routing.md): outside them the
+    # channel is unavailable whoever is online. None and no dates: always open.
+    business_time_zone = models.CharField(max_length=64, default="UTC")
+    business_hours = models.JSONField(default=dict, blank=True)
+    closed_dates = models.JSONField(default=list, blank=True)
     agents = models.ManyToManyField(Agent, blank=True, related_name="channels")
     created = models.DateTimeField(default=timezone.now)
 

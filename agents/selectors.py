@@ -20,6 +20,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, Greatest
 
+from agents import hours
 from agents.models import (
     Agent,
     Call,
@@ -33,7 +34,11 @@ from agents.models import (
 
 
 def agents_online(*, channel: Channel) -> bool:
-    """Whether one of the channel's agents is online to take a chat."""
+    """Whether one of the channel's agents is online to take a chat: never
+    outside the channel's business hours (docs/routing.md). A1's status, the
+    widget's mode and a bot's INVITE_AGENT all ask this."""
+    if not hours.is_open(channel):
+        return False
     return channel.agents.filter(is_online=True, is_active=True).exists()
 
 

@@ -14,10 +14,12 @@ One module per subject, every public name re-exported here, so callers say
 - ``offline``: offline messages;
 - ``profile``: an agent's online status and settings;
 - ``offers``: routing by offers (docs/routing.md);
+- ``availability``: a channel's business hours;
 - ``errors`` and ``locks``: the errors every verb raises, the row locks
   they share.
 """
 
+from agents.services.availability import set_business_hours
 from agents.services.calls import (
     CALLBACK_DISABLED,
     CALLBACK_UNAVAILABLE,
@@ -121,6 +123,7 @@ __all__ = [
     "return_chat_to_bot",
     "set_agent_status",
     "set_agent_typing",
+    "set_business_hours",
     "set_client_typing",
     "set_crm_panel",
     "set_routing",

@@ -405,6 +405,7 @@ def save_channel(admin_browser: Browser, channel: Channel, **callback: Any) -> A
         "is_active": "on",
         "routing_mode": channel.routing_mode,
         "offer_seconds": str(channel.offer_seconds),
+        "business_time_zone": channel.business_time_zone,
         "callback-TOTAL_FORMS": "1",
         "callback-INITIAL_FORMS": "0",
         "callback-MIN_NUM_FORMS": "0",

@@ -171,6 +171,20 @@ def test_no_agent_online_sends_agent_unavailable_and_the_bot_answers_again(
     assert chat.messages.filter(author="bot").get().text == "Thanks, we will write to you"
 
 
+def test_outside_the_business_hours_invite_agent_gets_agent_unavailable(
+    bot: BotSetup, agent: Agent
+) -> None:
+    today = timezone.now().date().isoformat()
+    chats.set_business_hours(channel=bot.chat_api.channel, closed=[today])
+    chat = bot.say("a human please")  # the bot still answers: it heard the message
+
+    assert bot.invite_agent().status_code == 200
+
+    chat.refresh_from_db()
+    assert chat.state == Chat.State.BOT and agent.is_online
+    assert [b["event"] for b in bot.events()] == ["CLIENT_MESSAGE", "AGENT_UNAVAILABLE"]
+
+
 def test_a_provider_that_is_down_hands_the_chat_to_the_agents(bot: BotSetup) -> None:
     bot.server.script(Reply(500), Reply(502), Reply(503))
 

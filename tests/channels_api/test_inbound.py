@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from agents import services
 from agents.models import Agent, Chat, Client, Message
@@ -38,6 +39,16 @@ def test_status_is_1_with_an_online_agent_else_0(
     chat_api.channel.is_active = False
     chat_api.channel.save()
     assert integrator.status().content == b"0"
+
+
+def test_status_is_0_outside_the_channels_business_hours(
+    integrator: Integrator, agent: Agent, chat_api: ChatApiChannel
+) -> None:
+    today = timezone.now().date().isoformat()
+    services.set_business_hours(channel=chat_api.channel, closed=[today])
+    assert integrator.status().content == b"0"  # the agent is online all the same
+    services.set_business_hours(channel=chat_api.channel, always=True)
+    assert integrator.status().content == b"1"
 
 
 def test_status_of_an_online_agent_not_on_the_channel_is_0(

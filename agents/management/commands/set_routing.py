@@ -4,6 +4,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents import services
+from agents.management import channel_of
 from agents.models import Channel
 
 
@@ -21,9 +22,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        channel = Channel.objects.filter(public_id=options["channel"]).first()
-        if channel is None:
-            raise CommandError(f"no channel with public id {options['channel']}")
+        channel = channel_of(options["channel"])
         try:
             channel = services.set_routing(
                 channel=channel, mode=options["mode"], offer_seconds=options["offer_seconds"]

@@ -17,6 +17,7 @@ import redis
 from django.conf import settings as django_settings
 from django.test import AsyncClient
 from django.test import Client as Browser
+from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -218,6 +219,17 @@ def test_the_mode_follows_whether_an_agent_of_the_channel_is_online(
 
     Agent.objects.filter(pk=alice.pk).update(is_active=False)  # a disabled account
     assert page.ok("session")["config"]["mode"] == "offline"
+
+
+def test_outside_the_business_hours_the_widget_is_offline(
+    widget: WidgetChannel, alice: Agent
+) -> None:
+    page = Visitor(widget)
+    today = timezone.now().date().isoformat()
+    services.set_business_hours(channel=widget.channel, closed=[today])
+    assert page.ok("session")["config"]["mode"] == "offline"  # Alice is online
+    services.set_business_hours(channel=widget.channel, always=True)
+    assert page.ok("session")["config"]["mode"] == "online"
 
 
 def test_the_config_tells_the_callback_state_and_the_widgets_settings(
