@@ -109,4 +109,5 @@ def describe(channel: Any) -> dict[str, Any]:
         "hours": channel.business_hours,
         "closed": channel.closed_dates,
         "open_now": is_open(channel),
+        "away_message": channel.away_message,
     }

@@ -177,6 +177,12 @@ class Channel(models.Model):
     business_time_zone = models.CharField(max_length=64, default="UTC")
     business_hours = models.JSONField(default=dict, blank=True)
     closed_dates = models.JSONField(default=list, blank=True)
+    away_message = models.TextField(
+        blank=True,
+        max_length=TEXT_LIMIT,
+        help_text="Sent to the client once per chat when they write while nobody can "
+        "answer (outside the hours, or no agent online). Blank: none.",
+    )
     agents = models.ManyToManyField(Agent, blank=True, related_name="channels")
     created = models.DateTimeField(default=timezone.now)
 
@@ -418,6 +424,9 @@ class ChatOffer(models.Model):
 
 
 class Message(models.Model):
+    # The payload key of the channel's away message (docs/routing.md): sent
+    # once per chat, so the chat's messages say whether it was.
+    AWAY = "away_message"
     # The payload key of what a blacklisted client wrote after the blacklisting
     # (agents.services.chats._keep_blacklisted_message): kept, for no agent's eyes,
     # flagged in chat_finished's log.

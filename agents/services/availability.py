@@ -8,6 +8,7 @@ from django.db import transaction
 from agents import hours
 from agents.models import Channel
 from agents.services.errors import ServiceError
+from config.text import TEXT_LIMIT, storable
 
 
 @transaction.atomic
@@ -18,11 +19,12 @@ def set_business_hours(
     weekly: list[str] | None = None,
     closed: list[str] | None = None,
     always: bool = False,
+    away_message: str | None = None,
 ) -> Channel:
     """Set a channel's business hours: a time zone, weekly hours
     (``["mon-fri 09:00-18:00"]``) and dates closed, each replaced when
     given; ``always`` removes them all (always open). Bad input changes
-    nothing."""
+    nothing. ``away_message`` replaces the channel's (blank: none)."""
     if always and (weekly or closed):
         raise ServiceError("--always removes the hours: give it alone")
     try:
@@ -32,6 +34,11 @@ def set_business_hours(
         dates = sorted({hours.parse_date(value) for value in closed}) if closed else None
     except hours.BadHours as error:
         raise ServiceError(str(error)) from None
+    if away_message is not None:
+        away_message = storable(away_message).strip()
+        if len(away_message) > TEXT_LIMIT:
+            raise ServiceError(f"the away message is longer than {TEXT_LIMIT} characters")
+        channel.away_message = away_message
     channel.business_time_zone = zone_name
     if always:
         channel.business_hours, channel.closed_dates = {}, []
@@ -39,5 +46,7 @@ def set_business_hours(
         channel.business_hours = parsed
     if dates is not None:
         channel.closed_dates = dates
-    channel.save(update_fields=["business_time_zone", "business_hours", "closed_dates"])
+    channel.save(
+        update_fields=["business_time_zone", "business_hours", "closed_dates", "away_message"]
+    )
     return channel

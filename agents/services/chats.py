@@ -9,9 +9,18 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents import events, routing
+from agents import events, routing, selectors
 from agents.content import Content
-from agents.models import Agent, Chat, ChatOffer, ChatSeen, Client, Department, Message
+from agents.models import (
+    Agent,
+    Channel,
+    Chat,
+    ChatOffer,
+    ChatSeen,
+    Client,
+    Department,
+    Message,
+)
 from agents.services.errors import InvalidState, ServiceError
 from agents.services.locks import _lock, _lock_client, _open_chat_of
 from agents.services.offers import end_offer, offer_chat, offer_waiting
@@ -143,7 +152,23 @@ def _post_client_message(
             chat_id=chat.pk, message_id=message.pk, author=message.author, message=message
         )
     )
+    _away_message(chat, client.channel)
     return message
+
+
+def _away_message(chat: Chat, channel: Channel) -> None:
+    """The channel's away message, once per chat, when the client writes in
+    the queue while nobody can answer (docs/routing.md, "Business hours").
+    It goes out as the channel's automatic answer (a bot message under the
+    channel's name), as any answer reaches the client."""
+    if not channel.away_message or chat.state != Chat.State.QUEUED:
+        return
+    if selectors.agents_online(channel=channel):
+        return
+    if chat.messages.filter(payload__has_key=Message.AWAY).exists():
+        return
+    content = Content("text", channel.away_message, {Message.AWAY: True})
+    _post(chat, Message.Author.BOT, content, sender_name=channel.name)
 
 
 def _keep_blacklisted_message(client: Client, content: Content, external_id: str) -> Message:

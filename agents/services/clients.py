@@ -77,6 +77,7 @@ def get_or_create_client(
     if not created and client.external_id_raw != external_id:
         Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
         client.external_id_raw = external_id
+    client.channel = channel  # found by it: the posting verbs read it without a query
     if contact:
         update_client_contact(client=client, contact=contact, address_source=address_source)
     return client

@@ -22,4 +22,5 @@ def issue_visitor_token(*, client: Client) -> str:
 def client_for_visitor_token(key: str) -> Client | None:
     if not 16 <= len(key) <= 128:
         return None
-    return Client.objects.filter(visitor_key_hash=ApiToken.hash_key(key)).first()
+    found = Client.objects.select_related("channel")  # the verbs read its channel
+    return found.filter(visitor_key_hash=ApiToken.hash_key(key)).first()

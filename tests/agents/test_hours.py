@@ -16,8 +16,9 @@ from django.test import Client as Browser
 from django.utils import timezone
 
 from agents import hours, selectors, services
-from agents.models import Channel
-from tests.factories import AgentFactory, ChannelFactory
+from agents.models import Agent, Channel, Message
+from channels_api.models import ChatApiChannel, MessageDelivery
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 
 pytestmark = pytest.mark.django_db
 
@@ -181,3 +182,74 @@ def test_the_channels_admin_page_edits_the_hours() -> None:
     assert refused.status_code == 200 and "past midnight" in refused.content.decode()
     channel.refresh_from_db()
     assert channel.business_hours["mon"] == [["08:00", "16:00"]]
+
+
+# --- the away message -----------------------------------------------------------------
+
+
+def away(channel: Channel) -> list[str]:
+    return list(
+        Message.objects.filter(chat__channel=channel, payload__has_key=Message.AWAY)
+        .order_by("id")
+        .values_list("text", flat=True)
+    )
+
+
+def test_the_away_message_answers_once_per_chat_while_nobody_can(
+    chat_api: ChatApiChannel, agent: Agent
+) -> None:
+    services.set_agent_status(agent=agent, online=False)
+    services.set_business_hours(channel=chat_api.channel, away_message="Back at 9, promise.")
+    client = ClientFactory.create(channel=chat_api.channel)
+
+    first = services.post_client_message(client=client, content=text("hello?")).chat
+    services.post_client_message(client=client, content=text("anyone?"))
+
+    sent = first.messages.get(payload__has_key=Message.AWAY)
+    assert (sent.author, sent.text, sent.sender_name) == (
+        Message.Author.BOT, "Back at 9, promise.", chat_api.channel.name,
+    )  # fmt: skip
+    # It reaches the client as any answer does: here, the integrator's A3.
+    assert MessageDelivery.objects.filter(message=sent).exists()
+    assert away(chat_api.channel) == ["Back at 9, promise."]
+
+    # The next chat gets it again; with an agent online, nobody does.
+    services.finish_chat(chat=first)
+    services.post_client_message(client=client, content=text("me again"))
+    assert len(away(chat_api.channel)) == 2
+    services.set_agent_status(agent=agent, online=True)
+    services.post_client_message(client=ClientFactory.create(channel=chat_api.channel),
+                                 content=text("hi"))  # fmt: skip
+    assert len(away(chat_api.channel)) == 2
+
+
+def test_outside_the_hours_the_away_message_answers_whoever_is_online(agent: Agent) -> None:
+    channel = ChannelFactory.create(agents=[agent])
+    today = timezone.now().date().isoformat()
+    services.set_business_hours(channel=channel, closed=[today], away_message="Closed today.")
+    client = ClientFactory.create(channel=channel)
+    services.post_client_message(client=client, content=text("hello"))
+    assert agent.is_online and away(channel) == ["Closed today."]
+
+
+def test_no_away_message_is_set_by_default_and_a_bots_chat_gets_none(agent: Agent) -> None:
+    services.set_agent_status(agent=agent, online=False)
+    channel = ChannelFactory.create(agents=[agent])
+    services.post_client_message(client=ClientFactory.create(channel=channel), content=text("x"))
+    assert away(channel) == []
+
+    services.set_business_hours(channel=channel, away_message="Nobody here.")
+    bot_chat = services.open_chat(client=ClientFactory.create(channel=channel), state="bot")
+    services.post_client_message(client=bot_chat.client, content=text("hi bot"))
+    assert away(channel) == []
+
+
+def test_the_command_sets_and_removes_the_away_message() -> None:
+    channel = ChannelFactory.create()
+    made = run("set_business_hours", "--channel", channel.public_id, "--away-message", "  Later!  ")
+    assert made["away_message"] == "Later!" and made["always_open"] is True
+    cleared = run("set_business_hours", "--channel", channel.public_id, "--away-message", "")
+    assert cleared["away_message"] == ""
+    with pytest.raises(CommandError, match="longer than 4000"):
+        call_command("set_business_hours", "--channel", channel.public_id,
+                     "--away-message", "x" * 4001, stdout=StringIO())  # fmt: skip

@@ -25,6 +25,10 @@ class Command(BaseCommand):
             "--closed", action="append", help="a date closed, YYYY-MM-DD (repeat for more)"
         )
         parser.add_argument("--always", action="store_true", help="remove the hours: always open")
+        parser.add_argument(
+            "--away-message",
+            help="sent once per chat to a client writing while nobody can answer ('' removes it)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         channel = channel_of(options["channel"])
@@ -35,6 +39,7 @@ class Command(BaseCommand):
                 weekly=options["hours"],
                 closed=options["closed"],
                 always=options["always"],
+                away_message=options["away_message"],
             )
         except services.ServiceError as error:
             raise CommandError(error.message) from error
