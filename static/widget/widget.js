@@ -188,7 +188,10 @@
   function refresh() {
     var epoch = S.epoch;
     return call('session', { page: page(), landing_url: landing }).then(function (j) {
-      if (epoch === S.epoch) load(j); // else clearHistory came meanwhile: not this visitor's
+      // Else clearHistory came meanwhile: not this visitor's. A message first
+      // heard here (a reset's reload that raced the stream) is as new as one
+      // the stream brings: it counts as unread.
+      if (epoch === S.epoch) load(j, true);
     }, noop);
   }
 
@@ -578,7 +581,9 @@
   }
 
   // --- start and stop -----------------------------------------------------------------
-  function load(j) {
+  function load(j, live) {
+    // live: the visitor's history at boot is not news; after it, an unseen
+    // message is (add() counts each message once, however it comes).
     S.cfg = j.config;
     var v = j.visitor;
     if (v) {
@@ -586,7 +591,7 @@
       S.contact = v.contact;
       if (!S.chat || !v.chat || S.chat.id !== v.chat.id || v.chat.state !== S.chat.state) S.chat = v.chat;
       S.lastEvent = Math.max(S.lastEvent, v.last_event_id || 0);
-      (v.messages || []).forEach(function (m) { add(m, false); });
+      (v.messages || []).forEach(function (m) { add(m, !!live && m.author !== 'client'); });
     }
   }
   function boot() {
