@@ -161,14 +161,16 @@ def offer_waiting(agent_ids: list[int]) -> None:
         .distinct()
     )
     for chat_id in list(waiting[:WAITING_LOOKED_AT]):
-        chat = (
-            Chat.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("channel")
-            .filter(pk=chat_id)
-            .first()
-        )
+        chat = _lock_unless_held(chat_id)
         if chat is not None:
             offer_chat(chat)
+
+
+def _lock_unless_held(chat_id: int, **still: object) -> Chat | None:
+    """The chat (with its channel) under its lock, if it still matches
+    ``still``; None when another transaction holds it: that one routes it."""
+    locked = Chat.objects.select_for_update(skip_locked=True, of=("self",))
+    return locked.select_related("channel").filter(pk=chat_id, **still).first()
 
 
 @transaction.atomic
@@ -216,12 +218,7 @@ def withdraw_offers_of(agent_id: int) -> None:
     transaction; a chat another one holds lapses in its time instead)."""
     offered = Chat.objects.filter(state=Chat.State.QUEUED, offered_to=agent_id)
     for chat_id in list(offered.values_list("pk", flat=True)):
-        chat = (
-            Chat.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("channel")
-            .filter(pk=chat_id, offered_to=agent_id)
-            .first()
-        )
+        chat = _lock_unless_held(chat_id, offered_to=agent_id)
         if chat is not None:
             end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
             offer_chat(chat)
