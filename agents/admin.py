@@ -36,7 +36,7 @@ from agents.models import (
 admin.site.site_header = "Switchboard admin"
 admin.site.site_title = "Switchboard admin"
 admin.site.index_title = "Channels, agents, chats and the delivery log"
-admin.site.unregister(Group)  # agents' rights are is_staff / is_superuser: groups are unused
+admin.site.unregister(Group)  # agents' rights are their role: groups are unused
 
 ISO_WEEKDAYS = [
     (1, "Monday"),
@@ -52,16 +52,17 @@ ISO_WEEKDAYS = [
 @admin.register(Agent)
 class AgentAdmin(UserAdmin):
     ordering = ["name"]
-    list_display = ["name", "email", "is_online", "is_staff", "is_active"]
-    list_filter = ["is_online", "is_staff", "is_active", "departments"]
+    list_display = ["name", "email", "role", "is_online", "is_active"]
+    list_filter = ["role", "is_online", "is_active", "departments"]
     search_fields = ["name", "email", "phone"]
     filter_horizontal = ["departments"]
-    # Rights are is_staff / is_superuser: no groups (unregistered) nor per-user permissions.
+    # Rights are the role (is_staff / is_superuser follow it: Agent.save): no
+    # groups (unregistered) nor per-user permissions.
     fieldsets = (
         (None, {"fields": ("email", "password")}),
         ("Profile", {"fields": ("name", "phone", "photo_url", "is_online", "departments")}),
         ("Routing", {"fields": ("max_chats",)}),
-        ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser")}),
+        ("Permissions", {"fields": ("is_active", "role")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )
     add_fieldsets = (
@@ -69,7 +70,7 @@ class AgentAdmin(UserAdmin):
             None,
             {
                 "classes": ("wide",),
-                "fields": ("email", "name", "password1", "password2", "is_staff"),
+                "fields": ("email", "name", "password1", "password2", "role"),
             },
         ),
     )

@@ -33,10 +33,22 @@ _seeders: list[Seeder] = []
 ChannelMaker = Callable[[str, list[Agent]], tuple[Channel, dict[str, Any]]]
 _channel_makers: dict[str, ChannelMaker] = {}
 
-ADMIN = {"email": "admin@example.com", "name": "Demo Admin", "password": "switchboard-admin"}
+ADMIN = {
+    "email": "admin@example.com",
+    "name": "Demo Admin",
+    "password": "switchboard-admin",
+    "role": "admin",
+}
 AGENTS = [
     {"email": "alice@example.com", "name": "Alice Agent", "password": "switchboard-alice"},
     {"email": "bob@example.com", "name": "Bob Agent", "password": "switchboard-bob"},
+    # A supervisor answers chats too, and sees the Team view (docs/routing.md).
+    {
+        "email": "sam@example.com",
+        "name": "Sam Supervisor",
+        "password": "switchboard-sam",
+        "role": "supervisor",
+    },
 ]
 
 
@@ -63,12 +75,11 @@ def demo_channel(kind: str, name: str, agents: list[Agent]) -> tuple[Channel, di
     return _channel_makers[kind](name, agents)
 
 
-def _agent(spec: dict[str, str], **flags: bool) -> Agent:
+def _agent(spec: dict[str, str]) -> Agent:
     agent = Agent.objects.filter(email=spec["email"]).first()
     if agent is None:
         agent = Agent.objects.create_user(spec["email"], name=spec["name"])
-    for flag, value in flags.items():
-        setattr(agent, flag, value)
+    agent.role = spec.get("role", Agent.Role.AGENT)
     agent.save()
     # The printed password always works, and passes the validators like any
     # other (docs/decisions.md, "Demo passwords").
@@ -121,7 +132,7 @@ def _canned_replies(admin: Agent) -> None:
 @transaction.atomic
 def seed() -> dict[str, Any]:
     """Create (or refresh) the demo admin, agents and channels; say what they are."""
-    admin = _agent(ADMIN, is_staff=True, is_superuser=True)
+    admin = _agent(ADMIN)
     agents = [_agent(spec) for spec in AGENTS]
     set_agent_status(agent=agents[0], online=True)
     _canned_replies(admin)
@@ -142,6 +153,7 @@ def seed() -> dict[str, Any]:
             {
                 "email": agent.email,
                 "password": spec["password"],
+                "role": agent.role,
                 "online": agent.is_online,
                 "token": tokens[agent.email],
             }

@@ -27,7 +27,16 @@ from django.utils import timezone
 
 from agents import events, markdown
 from agents.content import MEDIA_TYPES
-from agents.models import Agent, ApiToken, Call, Chat, LiveEvent, Message, OfflineMessage
+from agents.models import (
+    Agent,
+    ApiToken,
+    Call,
+    Channel,
+    Chat,
+    LiveEvent,
+    Message,
+    OfflineMessage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +207,14 @@ def on_offer(event: events.ChatOffered | events.OfferEnded) -> None:
         _chat_event("chat.offer_ended", chat, data, for_client=False)
 
 
+def on_agent_status(event: events.AgentStatusChanged) -> None:
+    """Agents only, on each channel of the agent: the Team view shows it."""
+    data = {"agent_id": event.agent_id, "status": "online" if event.online else "offline"}
+    channels = Channel.agents.through.objects.filter(agent_id=event.agent_id)
+    for channel_id in channels.values_list("channel_id", flat=True):
+        record("agent.status", data, channel_id=channel_id)
+
+
 def on_typing(event: events.TypingChanged) -> None:
     chat = _chat(event.chat_id)
     _chat_event(
@@ -290,6 +307,7 @@ def connect() -> None:
     events.subscribe(events.ChatOffered, on_offer)
     events.subscribe(events.OfferEnded, on_offer)
     events.subscribe(events.TypingChanged, on_typing)
+    events.subscribe(events.AgentStatusChanged, on_agent_status)
     events.subscribe(events.MessageDeliveryChanged, on_delivery)
     events.subscribe(events.CrmPanelChanged, on_crm_panel)
     events.subscribe(events.ClientUpdated, on_client_updated)

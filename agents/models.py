@@ -43,8 +43,7 @@ class AgentManager(BaseUserManager["Agent"]):
         return agent
 
     def create_superuser(self, email: str, password: str | None = None, **fields: Any) -> Agent:
-        fields.setdefault("is_staff", True)
-        fields.setdefault("is_superuser", True)
+        fields["role"] = Agent.Role.ADMIN
         return self.create_user(email, password, **fields)
 
 
@@ -62,7 +61,13 @@ MAX_CHATS_LIMIT = 100  # the most chats an agent may be set to answer at once
 
 
 class Agent(AbstractBaseUser, PermissionsMixin):
-    """A person who answers chats; staff agents also use the admin."""
+    """A person who answers chats; supervisors also watch their channels'
+    team, and admins every channel and the Django admin (docs/routing.md)."""
+
+    class Role(models.TextChoices):
+        AGENT = "agent", "Agent"
+        SUPERVISOR = "supervisor", "Supervisor"
+        ADMIN = "admin", "Admin"
 
     email = models.EmailField(unique=True)
     name = models.CharField(max_length=200)
@@ -88,6 +93,9 @@ class Agent(AbstractBaseUser, PermissionsMixin):
     # The last sign of life: a page or API request, an open stream's check
     # (agents/presence.py); an online agent silent for AGENT_AWAY_MINUTES is away.
     last_seen_at = models.DateTimeField(null=True, blank=True)
+    # The role is the one source of rights; ``is_staff`` and ``is_superuser``
+    # (what Django's admin reads) follow it on every save.
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.AGENT)
     is_staff = models.BooleanField(default=False)
     is_active = models.BooleanField(default=True)
     date_joined = models.DateTimeField(default=timezone.now)
@@ -103,6 +111,18 @@ class Agent(AbstractBaseUser, PermissionsMixin):
 
     def __str__(self) -> str:
         return f"{self.name} <{self.email}>"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.is_staff = self.is_superuser = self.role == self.Role.ADMIN
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "role" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "is_staff", "is_superuser"}
+        super().save(*args, **kwargs)
+
+    @property
+    def supervises(self) -> bool:
+        """Whether the agent sees the Team view and may reassign chats."""
+        return self.role in (self.Role.SUPERVISOR, self.Role.ADMIN)
 
     @property
     def status(self) -> str:

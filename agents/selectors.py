@@ -1,9 +1,11 @@
 """Reads: what an agent may see. An agent sees only chats, calls and offline
-messages of its channels."""
+messages of its channels; an admin, those of every channel (docs/routing.md,
+"Roles")."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.db.models import (
     Case,
@@ -42,12 +44,17 @@ def agents_online(*, channel: Channel) -> bool:
     return channel.agents.filter(is_online=True, is_active=True).exists()
 
 
+def visible_channels(agent: Agent) -> QuerySet[Channel]:
+    """The channels whose chats ``agent`` sees: their own; an admin's, every one."""
+    if agent.role == Agent.Role.ADMIN:
+        return Channel.objects.all()
+    return Channel.objects.filter(agents=agent)
+
+
 def chats_for_agent(*, agent: Agent, state: str | None = None) -> QuerySet[Chat]:
     """Chats of my channels, newest first; the queue the longest-waiting first."""
-    chats = (
-        Chat.objects.filter(channel__agents=agent)
-        .select_related("channel", "client", "department", "transferred_by")
-        .distinct()
+    chats = Chat.objects.filter(channel__in=visible_channels(agent)).select_related(
+        "channel", "client", "department", "transferred_by"
     )
     if state:
         chats = chats.filter(state=state)
@@ -181,10 +188,6 @@ def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
     return _with_first_message(chats)
 
 
-def _my_channels(agent: Agent) -> QuerySet[Channel]:
-    return Channel.objects.filter(agents=agent)
-
-
 def _first_when(condition: Q) -> Case:
     """An ordering term that puts the rows matching ``condition`` first."""
     return Case(When(condition, then=Value(0)), default=Value(1), output_field=IntegerField())
@@ -194,7 +197,7 @@ def calls_for_agent(*, agent: Agent) -> QuerySet[Call]:
     """Calls of my channels: the open ones (a client waits for a call) first,
     then newest first."""
     return (
-        Call.objects.filter(channel__in=_my_channels(agent))
+        Call.objects.filter(channel__in=visible_channels(agent))
         .select_related("channel", "client", "agent")
         .order_by(_first_when(Q(status__in=Call.OPEN_STATUSES)), "-created", "-id")
     )
@@ -208,7 +211,7 @@ def call_for_agent(*, agent: Agent, call_id: int) -> Call:
 def offline_messages_for_agent(*, agent: Agent) -> QuerySet[OfflineMessage]:
     """Offline messages of my channels: those nobody handled yet first, then newest first."""
     return (
-        OfflineMessage.objects.filter(channel__in=_my_channels(agent))
+        OfflineMessage.objects.filter(channel__in=visible_channels(agent))
         .select_related("channel", "handled_by")
         .order_by(_first_when(Q(handled_at__isnull=True)), "-created", "-id")
     )
@@ -251,3 +254,53 @@ def transfer_agents(*, chat: Chat, agent: Agent) -> QuerySet[Agent]:
 
 def departments() -> QuerySet[Department]:
     return Department.objects.order_by("name")
+
+
+# --- the Team view (docs/routing.md, "Team") ---------------------------------
+
+
+def team(*, agent: Agent) -> list[Agent]:
+    """The agents of the channels ``agent`` sees (a supervisor's, or every
+    channel for an admin), each with ``open_chats`` (active chats they
+    answer) and ``pending_offers``; by name."""
+    members = Channel.agents.through.objects.filter(channel__in=visible_channels(agent))
+    open_chats = Chat.objects.filter(agents=OuterRef("pk"), state=Chat.State.ACTIVE)
+    offers = Chat.objects.filter(offered_to=OuterRef("pk"), state=Chat.State.QUEUED)
+    return list(
+        Agent.objects.filter(is_active=True, pk__in=members.values("agent_id"))
+        .annotate(open_chats=_count(open_chats), pending_offers=_count(offers))
+        .order_by("name", "pk")
+    )
+
+
+def _count(rows: QuerySet[Any]) -> Coalesce:
+    counted = rows.order_by().values(one=Value(1)).annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def team_queue(*, agent: Agent) -> QuerySet[Chat]:
+    """The queued chats of the channels ``agent`` sees, the longest-waiting
+    first, with who each is offered to."""
+    queued = chats_for_agent(agent=agent, state=Chat.State.QUEUED)
+    return _longest_waiting_first(queued.select_related("offered_to"))
+
+
+def waiting_for_reply(*, agent: Agent) -> QuerySet[Chat]:
+    """Active chats of the channels ``agent`` sees whose last word is the
+    client's: an agent owes them an answer (``waiting_since``: that
+    message's time), the longest-waiting first. The idle rule never closes
+    these."""
+    spoken = shown(
+        Message.objects.filter(
+            chat=OuterRef("pk"), author__in=(Message.Author.CLIENT, Message.Author.AGENT)
+        )
+    ).order_by("-created", "-id")
+    chats = chats_for_agent(agent=agent, state=Chat.State.ACTIVE).annotate(
+        last_author=Subquery(spoken.values("author")[:1]),
+        waiting_since=Subquery(spoken.values("created")[:1]),
+    )
+    return (
+        chats.filter(last_author=Message.Author.CLIENT)
+        .prefetch_related("agents")
+        .order_by("waiting_since", "pk")
+    )

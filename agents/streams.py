@@ -42,6 +42,7 @@ from agents import leases, live, presence
 from agents.api.parsers import id_from
 from agents.live import as_dict, channel_name
 from agents.models import Agent, ApiToken, Channel, LiveEvent
+from agents.selectors import visible_channels
 from agents.tokens import agent_for_key
 from config.api_errors import error_response, method_not_allowed
 
@@ -294,10 +295,17 @@ class Hub:
 hub = Hub()
 
 
-def channel_pairs(agent_ids: set[int]) -> Any:
-    """(agent id, channel id) for each channel the agents are assigned to."""
+def channel_pairs(agent_ids: set[int]) -> list[tuple[int, int]]:
+    """(agent id, channel id) for each channel the agents see: those they
+    are assigned to, and every channel for an admin (agents.selectors)."""
     assignments = Channel.agents.through.objects.filter(agent_id__in=agent_ids)
-    return assignments.values_list("agent_id", "channel_id")
+    pairs = list(assignments.values_list("agent_id", "channel_id"))
+    admins = Agent.objects.filter(pk__in=agent_ids, role=Agent.Role.ADMIN)
+    admin_ids = list(admins.values_list("pk", flat=True))
+    if admin_ids:
+        every = list(Channel.objects.values_list("pk", flat=True))
+        pairs += [(admin_id, channel_id) for admin_id in admin_ids for channel_id in every]
+    return pairs
 
 
 def lease_seconds() -> float:
@@ -456,7 +464,7 @@ def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpRe
 
 
 async def agent_listener(agent: Agent, *, token_hash: str = "", session_key: str = "") -> Listener:
-    ids = await in_thread(lambda: frozenset(agent.channels.values_list("id", flat=True)))
+    ids = await in_thread(lambda: frozenset(visible_channels(agent).values_list("id", flat=True)))
     return Listener(
         channel_ids=ids, agent_id=agent.pk, token_hash=token_hash, session_key=session_key
     )

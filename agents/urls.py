@@ -2,7 +2,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from agents import streams
-from agents.pages import blacklist, canned, files, password, settings, transcript, transfer
+from agents.pages import (
+    blacklist,
+    canned,
+    files,
+    password,
+    settings,
+    team,
+    transcript,
+    transfer,
+)
 from agents.pages import workspace as views
 
 app_name = "agent"
@@ -28,6 +37,9 @@ urlpatterns = [
     path("canned/search", canned.search, name="canned-search"),
     path("canned/<int:reply_id>/", canned.edit, name="canned-edit"),
     path("canned/<int:reply_id>/delete", canned.delete, name="canned-delete"),
+    path("team/", team.team, name="team"),
+    path("team/live", team.team_live, name="team-live"),
+    path("team/agents/<int:agent_id>/max-chats", team.max_chats, name="team-max-chats"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/token", settings.new_token, name="new-token"),
     path("settings/password", settings.change_password, name="change-password"),
@@ -42,6 +54,7 @@ urlpatterns = [
     path("chats/<int:chat_id>/transcript", transcript.send, name="transcript"),
     path("chats/<int:chat_id>/client-email", transcript.confirm_email, name="client-email"),
     path("chats/<int:chat_id>/transfer", transfer.transfer, name="transfer"),
+    path("chats/<int:chat_id>/reassign", team.reassign, name="reassign"),
     path("chats/<int:chat_id>/files", files.attach, name="attach"),
     path("chats/<int:chat_id>/blacklist", blacklist.blacklist, name="blacklist"),
     path("chats/<int:chat_id>/blacklist/lift", blacklist.lift, name="blacklist-lift"),

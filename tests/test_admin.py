@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 def test_every_admin_page_opens() -> None:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     chat = ChatFactory.create()
     services.post_client_message(client=chat.client, content=text("hello from a client"))
 
@@ -43,7 +43,7 @@ def test_channels_are_made_where_their_kind_is_and_named_as_the_readme_says() ->
     from agents.models import Channel
 
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     assert browser.get("/admin/agents/channel/add/").status_code == 403
     assert browser.post("/admin/agents/channel/add/", {"name": "x"}).status_code == 403
     assert not Channel.objects.exists()
@@ -63,7 +63,7 @@ def test_help_texts_show_their_angle_brackets_and_the_picker_offers_agents() -> 
     from channels_api.services import create_chat_api_channel
 
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True, name="Root"))
+    browser.force_login(AgentFactory.create(role="admin", name="Root"))
     alice = AgentFactory.create(name="Alice Agent")
     AgentFactory.create(name="Gone Agent", is_active=False)
     chat_api, _ = create_chat_api_channel(name="App", webhook_url="http://127.0.0.1:9/x")
@@ -91,7 +91,7 @@ def test_every_form_that_makes_a_channel_offers_agents_only() -> None:
     from devhooks.widget.services import create_widget_channel
 
     browser = Browser()
-    root = AgentFactory.create(is_staff=True, is_superuser=True, name="Root")
+    root = AgentFactory.create(role="admin", name="Root")
     browser.force_login(root)
     AgentFactory.create(name="Alice Agent")
     AgentFactory.create(name="Gone Agent", is_active=False)
@@ -121,27 +121,30 @@ def test_every_form_that_makes_a_channel_offers_agents_only() -> None:
     assert ChatApiChannel.objects.count() == 1
 
 
-def test_an_agents_rights_are_staff_and_superuser_without_groups() -> None:
+def test_an_agents_rights_are_their_role_without_groups() -> None:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     agent = AgentFactory.create(name="Alice Agent")
     url = f"/admin/agents/agent/{agent.pk}/change/"
 
     page = browser.get(url).content.decode()
-    assert 'name="is_staff"' in page and 'name="is_superuser"' in page
+    assert 'name="role"' in page and 'name="is_staff"' not in page
     assert 'name="groups"' not in page and 'name="user_permissions"' not in page
 
-    answer = browser.post(
-        url,
-        {
-            "email": agent.email,
-            "name": "Alice Renamed",
-            "is_active": "on",
-            "is_staff": "on",
-            "date_joined_0": "2026-01-05",
-            "date_joined_1": "09:30:00",
-        },
-    )
+    posted = {
+        "email": agent.email,
+        "name": "Alice Renamed",
+        "is_active": "on",
+        "role": "supervisor",
+        "date_joined_0": "2026-01-05",
+        "date_joined_1": "09:30:00",
+    }
+    answer = browser.post(url, posted)
     assert answer.status_code == 302, answer.content.decode()
     agent.refresh_from_db()
-    assert agent.name == "Alice Renamed" and agent.is_staff and not agent.is_superuser
+    assert agent.name == "Alice Renamed" and agent.role == "supervisor"
+    assert not agent.is_staff and not agent.is_superuser  # the admin is for admins
+
+    browser.post(url, {**posted, "role": "admin"})
+    agent.refresh_from_db()
+    assert agent.role == "admin" and agent.is_staff and agent.is_superuser

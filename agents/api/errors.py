@@ -10,13 +10,14 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from agents.services import ServiceError
+from agents.services import NotAllowed, ServiceError
 from config.api_errors import CODES, error_body, validation_message
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ServiceError):
-        return Response(error_body(exc.code, exc.message), status=status.HTTP_400_BAD_REQUEST)
+        refused = status.HTTP_403_FORBIDDEN if isinstance(exc, NotAllowed) else 400
+        return Response(error_body(exc.code, exc.message), status=refused)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

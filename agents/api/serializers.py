@@ -190,3 +190,53 @@ class MessageIn(serializers.Serializer[Any]):
         except ContentError as error:
             raise serializers.ValidationError(str(error)) from error
         return attrs
+
+
+class TeamAgentOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    email = serializers.CharField()
+    role = serializers.CharField()
+    status = serializers.CharField(help_text="online, away (silent: offered nothing) or offline")
+    open_chats = serializers.IntegerField(help_text="Active chats the agent answers now")
+    max_chats = serializers.IntegerField(
+        source="capacity", help_text="The most chats routing gives the agent at once"
+    )
+    pending_offers = serializers.IntegerField(help_text="Queued chats offered to the agent now")
+
+
+def _seconds_since(moment: Any) -> int:
+    return max(0, int((timezone.now() - moment).total_seconds()))
+
+
+class TeamQueueOut(ChatOut):
+    wait_seconds = serializers.SerializerMethodField(
+        help_text="How long the chat has waited in the queue"
+    )
+
+    def get_wait_seconds(self, chat: Chat) -> int:
+        return _seconds_since(chat.queued_at or chat.created)
+
+
+class TeamWaitingOut(ChatOut):
+    agents = serializers.SerializerMethodField(help_text="The agents answering the chat")
+    waiting_since = serializers.DateTimeField(help_text="The client's unanswered message")
+    wait_seconds = serializers.SerializerMethodField(
+        help_text="How long the client has waited for an answer"
+    )
+
+    def get_agents(self, chat: Chat) -> list[int]:
+        return [agent.pk for agent in chat.agents.all()]
+
+    def get_wait_seconds(self, chat: Chat) -> int:
+        return _seconds_since(chat.waiting_since)  # type: ignore[attr-defined]
+
+
+class TeamOut(serializers.Serializer[Any]):
+    agents = TeamAgentOut(many=True)
+    queue = TeamQueueOut(many=True)
+    waiting_for_reply = TeamWaitingOut(many=True)
+
+
+class ReassignIn(serializers.Serializer[Any]):
+    agent = serializers.IntegerField(min_value=1, help_text="The agent who gets the chat")

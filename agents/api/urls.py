@@ -8,6 +8,7 @@ urlpatterns = [
     path("status", views.StatusView.as_view(), name="status"),
     path("chats", views.ChatListView.as_view(), name="chats"),
     path("offers", views.OfferListView.as_view(), name="offers"),
+    path("team", views.TeamView.as_view(), name="team"),
     path("chats/<int:chat_id>", views.ChatDetailView.as_view(), name="chat"),
     path("chats/<int:chat_id>/messages", views.ChatMessagesView.as_view(), name="messages"),
     path(
@@ -26,6 +27,7 @@ urlpatterns = [
     path("chats/<int:chat_id>/notes", views.NotesView.as_view(), name="notes"),
     path("chats/<int:chat_id>/files", views.FileUploadView.as_view(), name="files"),
     path("chats/<int:chat_id>/transfer", views.TransferView.as_view(), name="transfer"),
+    path("chats/<int:chat_id>/reassign", views.ReassignView.as_view(), name="reassign"),
     path("calls", views.CallListView.as_view(), name="calls"),
     path("calls/<int:call_id>/progress", views.CallProgressView.as_view(), name="call-progress"),
     path("offline-messages", views.OfflineMessageListView.as_view(), name="offline-messages"),

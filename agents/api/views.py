@@ -23,7 +23,9 @@ from agents.api.serializers import (
     MessageIn,
     MessageOut,
     OfflineMessageOut,
+    ReassignIn,
     StatusIn,
+    TeamOut,
     TypingIn,
 )
 from agents.models import Agent, Call, Chat, OfflineMessage
@@ -234,6 +236,47 @@ class DeclineView(AgentView):
     def post(self, request: Request, chat_id: int) -> Response:
         chat = services.decline_offer(chat=self.chat(request, chat_id), agent=self.agent(request))
         return Response(ChatDetailOut(self.chat(request, chat.pk)).data)
+
+
+class ReassignView(AgentView):
+    @extend_schema(
+        request=ReassignIn,
+        responses=ChatDetailOut,
+        summary="Supervisors: give a chat to an online agent of its channel (an active "
+        "chat becomes theirs, a queued one is offered to them); the client is not told",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = ReassignIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        supervisor = self.agent(request)
+        if not supervisor.supervises:
+            raise services.NotAllowed("only supervisors and admins reassign chats")
+        chat = self.chat(request, chat_id)
+        to_agent = Agent.objects.filter(pk=body.validated_data["agent"]).first()
+        if to_agent is None:
+            raise services.ServiceError("that agent does not answer this channel")
+        services.reassign_chat(chat=chat, by=supervisor, to_agent=to_agent)
+        return Response(ChatDetailOut(self.chat(request, chat_id)).data)
+
+
+class TeamView(AgentView):
+    LENGTH = 200  # of each list: the longest waits come first
+
+    @extend_schema(
+        responses=TeamOut,
+        summary="Supervisors: the agents of my channels (status, open chats against "
+        "capacity, pending offers), the queue and the chats waiting for a reply",
+    )
+    def get(self, request: Request) -> Response:
+        agent = self.agent(request)
+        if not agent.supervises:
+            raise services.NotAllowed("the Team view is for supervisors and admins")
+        team = {
+            "agents": selectors.team(agent=agent),
+            "queue": selectors.team_queue(agent=agent)[: self.LENGTH],
+            "waiting_for_reply": selectors.waiting_for_reply(agent=agent)[: self.LENGTH],
+        }
+        return Response(TeamOut(team).data)
 
 
 class FinishView(AgentView):

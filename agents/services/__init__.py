@@ -12,7 +12,7 @@ One module per subject, every public name re-exported here, so callers say
 - ``panel``: the CRM side panel;
 - ``calls``: callback requests and a call's progress;
 - ``offline``: offline messages;
-- ``profile``: an agent's online status and settings;
+- ``profile``: an agent's online status, settings and maximum of chats;
 - ``offers``: routing by offers (docs/routing.md);
 - ``availability``: a channel's business hours;
 - ``errors`` and ``locks``: the errors every verb raises, the row locks
@@ -48,6 +48,7 @@ from agents.services.chats import (
     post_system_message,
     queue_chat,
     rate_chat,
+    reassign_chat,
     retry_message,
     return_chat_to_bot,
     set_agent_typing,
@@ -63,7 +64,7 @@ from agents.services.clients import (
     get_or_create_client,
     update_client_contact,
 )
-from agents.services.errors import InvalidState, ServiceError
+from agents.services.errors import InvalidState, NotAllowed, ServiceError
 from agents.services.offers import decline_offer, lapse_due_offers, lapse_offer, set_routing
 from agents.services.offline import (
     OFFLINE_MESSAGE_MAX,
@@ -76,7 +77,7 @@ from agents.services.panel import (
     set_crm_panel,
     show_visitor_data,
 )
-from agents.services.profile import set_agent_status, update_agent_profile
+from agents.services.profile import set_agent_status, set_max_chats, update_agent_profile
 
 __all__ = [
     "ADDRESS_SOURCES",
@@ -89,6 +90,7 @@ __all__ = [
     "VISITOR_COUNTER",
     "CallbackUnavailable",
     "InvalidState",
+    "NotAllowed",
     "ServiceError",
     "accept_chat",
     "blacklist_client",
@@ -116,6 +118,7 @@ __all__ = [
     "post_system_message",
     "queue_chat",
     "rate_chat",
+    "reassign_chat",
     "record_call_progress",
     "request_callback",
     "request_crm_assign",
@@ -126,6 +129,7 @@ __all__ = [
     "set_business_hours",
     "set_client_typing",
     "set_crm_panel",
+    "set_max_chats",
     "set_routing",
     "show_visitor_data",
     "transfer_chat",

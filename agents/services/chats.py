@@ -21,9 +21,9 @@ from agents.models import (
     Department,
     Message,
 )
-from agents.services.errors import InvalidState, ServiceError
+from agents.services.errors import InvalidState, NotAllowed, ServiceError
 from agents.services.locks import _lock, _lock_client, _open_chat_of
-from agents.services.offers import end_offer, offer_chat, offer_waiting
+from agents.services.offers import end_offer, offer_chat, offer_to_chosen, offer_waiting
 from config.text import TEXT_LIMIT
 
 
@@ -380,6 +380,54 @@ def transfer_chat(
     )
     offer_chat(chat)  # back in the queue: offered afresh
     offer_waiting([agent.pk])  # the agent who handed it on has room again
+    return chat
+
+
+@transaction.atomic
+def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
+    """A supervisor moves a chat to an agent of its channel (docs/routing.md,
+    "Team"). An active chat becomes theirs at once, as a transfer would make
+    it (a system note says who moved it from whom); a queued chat is offered
+    to them, whatever their load, and their Reply takes it. They are told on
+    their page; the client is not interrupted."""
+    if not by.supervises:
+        raise NotAllowed("only supervisors and admins reassign chats")
+    chat = _lock(chat)
+    colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
+    if colleague is None:
+        raise ServiceError("that agent does not answer this channel")
+    if not colleague.is_online:
+        raise ServiceError(f"{colleague.name} is offline: choose an online agent")
+    if chat.state == Chat.State.QUEUED:
+        if chat.offered_to_id == colleague.pk:
+            raise ServiceError(f"the chat is offered to {colleague.name} already")
+        offer_to_chosen(chat, colleague)
+        return chat
+    if chat.state != Chat.State.ACTIVE:
+        raise InvalidState(f"the chat is {chat.state}: only queued and active chats are reassigned")
+    previous = list(chat.agents.all())
+    if [agent.pk for agent in previous] == [colleague.pk]:
+        raise ServiceError(f"the chat is {colleague.name}'s already")
+    chat.agents.set([colleague])
+    chat.transferred_at, chat.transferred_by, chat.transfer_note = timezone.now(), by, ""
+    chat.agent_typing_until = None
+    chat.save(
+        update_fields=["transferred_at", "transferred_by", "transfer_note", "agent_typing_until"]
+    )
+    names = ", ".join(agent.name for agent in previous) or "nobody"
+    told = f"{by.name} reassigned the chat from {names} to {colleague.name}."
+    # Signed by the agent it leaves, as a transfer's note is: chat_finished's
+    # ``agents`` still lists whoever answered before (docs/webhooks.md).
+    _post(chat, Message.Author.SYSTEM, Content("text", told, {}), previous[0] if previous else by)
+    events.publish(
+        events.ChatTransferred(
+            chat_id=chat.pk,
+            from_agent_id=previous[0].pk if previous else by.pk,
+            to_agent_id=colleague.pk,
+            department_id=None,
+        )
+    )
+    offer_waiting([agent.pk for agent in previous])  # they have room again
     return chat
 
 

@@ -15,3 +15,9 @@ class ServiceError(Exception):
 
 class InvalidState(ServiceError):
     code = "invalid_state"
+
+
+class NotAllowed(ServiceError):
+    """The agent's role does not allow it (answered as 403)."""
+
+    code = "access_denied"

@@ -49,6 +49,11 @@ def offer_chat(chat: Chat) -> ChatOffer | None:
     agent = _best_agent(chat)
     if agent is None:
         return None
+    return _offer_to(chat, agent)
+
+
+def _offer_to(chat: Chat, agent: Agent) -> ChatOffer:
+    """Offer ``chat`` (under its lock, offered to nobody now) to ``agent``."""
     now = timezone.now()
     expires = now + timedelta(seconds=chat.channel.offer_seconds)
     offer = ChatOffer.objects.create(chat=chat, agent=agent, offered_at=now, expires_at=expires)
@@ -171,6 +176,14 @@ def _lock_unless_held(chat_id: int, **still: object) -> Chat | None:
     ``still``; None when another transaction holds it: that one routes it."""
     locked = Chat.objects.select_for_update(skip_locked=True, of=("self",))
     return locked.select_related("channel").filter(pk=chat_id, **still).first()
+
+
+def offer_to_chosen(chat: Chat, agent: Agent) -> ChatOffer:
+    """A supervisor's reassignment of a queued chat (under its lock): it is
+    offered to ``agent`` whatever their load or the channel's mode, in place
+    of its pending offer; Reply still takes it (docs/routing.md, "Team")."""
+    end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
+    return _offer_to(chat, agent)
 
 
 @transaction.atomic

@@ -8,8 +8,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import events
-from agents.models import Agent
-from agents.services.errors import ServiceError
+from agents.models import MAX_CHATS_LIMIT, Agent
+from agents.services.errors import NotAllowed, ServiceError
 from agents.services.offers import offer_waiting, withdraw_offers_of
 
 
@@ -30,6 +30,21 @@ def set_agent_status(*, agent: Agent, online: bool) -> Agent:
             offer_waiting([agent.pk])
         else:
             withdraw_offers_of(agent.pk)
+    return agent
+
+
+@transaction.atomic
+def set_max_chats(*, agent: Agent, by: Agent, max_chats: int | None) -> Agent:
+    """A supervisor sets how many chats ``agent`` answers at once (None: the
+    installation's AGENT_MAX_CHATS). More room is offered what waits at
+    once; less takes nothing away: chats and offers held stay."""
+    if not by.supervises:
+        raise NotAllowed("only supervisors and admins set an agent's chats at once")
+    if max_chats is not None and not 1 <= max_chats <= MAX_CHATS_LIMIT:
+        raise ServiceError(f"a number of chats from 1 to {MAX_CHATS_LIMIT}")
+    Agent.objects.filter(pk=agent.pk).update(max_chats=max_chats)
+    agent.max_chats = max_chats
+    offer_waiting([agent.pk])
     return agent
 
 

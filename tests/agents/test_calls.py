@@ -393,7 +393,7 @@ def test_the_api_does_not_show_another_channels_call(call: Call) -> None:
 @pytest.fixture
 def admin_browser() -> Browser:
     page = Browser()
-    page.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    page.force_login(AgentFactory.create(role="admin"))
     return page
 
 

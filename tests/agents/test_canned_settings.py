@@ -17,7 +17,7 @@ EVIL = '<script>alert("x")</script>'
 
 
 def test_an_agent_keeps_personal_replies_and_uses_shared_ones(agent: Agent) -> None:
-    admin = AgentFactory.create(is_staff=True)
+    admin = AgentFactory.create(role="admin")
     canned.save_reply(agent=admin, shortcut="hours", text="We are open 9-18.", shared=True)
     page = page_of(agent)
 

@@ -25,9 +25,10 @@ def run(*args: str) -> dict[str, Any]:
 def test_create_agent_prints_a_working_token() -> None:
     made = run("create_agent", "--email", "Ann@Example.com", "--name", "Ann", "--online")
 
-    assert set(made) == {"id", "email", "token"} and made["email"] == "ann@example.com"
+    assert set(made) == {"id", "email", "role", "token"} and made["email"] == "ann@example.com"
     agent = Agent.objects.get(pk=made["id"])
     assert agent.is_online and agent.name == "Ann" and not agent.has_usable_password()
+    assert made["role"] == agent.role == "agent"
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {made['token']}")
     assert api.get("/api/agent/v1/chats").status_code == 200
@@ -37,6 +38,21 @@ def test_create_agent_with_password_can_sign_in(client) -> None:
     run("create_agent", "--email", "bo@example.com", "--name", "Bo", "--password", PASSWORD)
     # django-axes checks every sign-in, and needs the request it comes with.
     assert client.login(request=HttpRequest(), email="bo@example.com", password=PASSWORD)
+
+
+@pytest.mark.parametrize("role", ["supervisor", "admin"])
+def test_create_agent_with_a_role(role: str) -> None:
+    made = run("create_agent", "--email", "sue@example.com", "--name", "Sue", "--role", role)
+
+    agent = Agent.objects.get(pk=made["id"])
+    assert made["role"] == agent.role == role and agent.supervises
+    assert agent.is_staff == agent.is_superuser == (role == "admin")  # the Django admin
+
+
+def test_create_agent_refuses_an_unknown_role() -> None:
+    with pytest.raises(CommandError, match="invalid choice"):
+        run("create_agent", "--email", "x@example.com", "--name", "X", "--role", "boss")
+    assert not Agent.objects.exists()
 
 
 @pytest.mark.parametrize("email", ["not-an-email", "dup@example.com"])
@@ -51,14 +67,15 @@ def test_seed_demo_is_repeatable_and_prints_logins(client) -> None:
     first = run("seed_demo")
     second = run("seed_demo")
 
-    assert Agent.objects.count() == 3
+    assert Agent.objects.count() == 4
     assert first["admin"] == second["admin"]
     admin = second["admin"]
     assert isinstance(admin, dict)
     assert client.login(request=HttpRequest(), email=admin["email"], password=admin["password"])
     assert client.get("/admin/").status_code == 200
     agents = second["agents"]
-    assert isinstance(agents, list) and len(agents) == 2
+    assert isinstance(agents, list) and len(agents) == 3
+    assert [a["role"] for a in agents] == ["agent", "agent", "supervisor"]
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {agents[0]['token']}")
     assert api.get("/api/agent/v1/chats").status_code == 200

@@ -155,7 +155,7 @@ def test_an_unknown_channel_is_refused() -> None:
 
 def test_the_channels_admin_page_edits_the_hours() -> None:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     channel = berlin(closed=["2026-12-25"])
     page = browser.get(f"/admin/agents/channel/{channel.pk}/change/").content.decode()
     assert "mon 09:00-12:00,13:00-18:00" in page and "2026-12-25" in page

@@ -248,7 +248,7 @@ def test_the_api_does_not_show_another_channels_offline_message(offline: Offline
 
 def test_the_admin_lists_offline_messages(offline: OfflineMessage) -> None:
     page = Browser()
-    page.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    page.force_login(AgentFactory.create(role="admin"))
 
     html = page.get("/admin/agents/offlinemessage/?handled=no").content.decode()
 

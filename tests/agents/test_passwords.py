@@ -80,9 +80,7 @@ def test_create_agent_refuses_a_weak_password_and_makes_no_agent(weak: str) -> N
 
 @pytest.mark.parametrize("weak", WEAK)
 def test_the_admin_refuses_a_weak_password_for_a_new_agent_and_a_changed_one(weak: str) -> None:
-    admin = AgentFactory.create(
-        email="ann.lee@example.com", name="Ann Lee", is_staff=True, is_superuser=True
-    )
+    admin = AgentFactory.create(email="ann.lee@example.com", name="Ann Lee", role="admin")
     browser = Browser()
     browser.force_login(admin)
 

@@ -263,7 +263,7 @@ def post_a2(web: WebServer, chat_api: ChatApiChannel, text: str) -> None:
 
 def delete_in_the_admin(agent: Agent) -> None:
     admin = Browser()
-    admin.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    admin.force_login(AgentFactory.create(role="admin"))
     token = ApiToken.objects.get(agent=agent)
     answer = admin.post(f"/admin/agents/apitoken/{token.pk}/delete/", {"post": "yes"})
     assert answer.status_code == 302

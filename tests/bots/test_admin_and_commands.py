@@ -23,7 +23,7 @@ TOKEN = "provider-made-token-42"
 @pytest.fixture
 def admin_browser() -> Browser:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     return browser
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def admin_browser() -> Browser:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     return browser
 
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def admin_client(db: None) -> Client:
     client = Client()
-    client.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    client.force_login(AgentFactory.create(role="admin"))
     return client
 
 

@@ -27,7 +27,7 @@ PASSWORD = "agent-password"  # tests.factories.AgentFactory
 
 @pytest.fixture
 def admin_page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> Iterator[Page]:
-    AgentFactory.create(email="admin@example.com", is_staff=True, is_superuser=True)
+    AgentFactory.create(email="admin@example.com", role="admin")
     context = chromium.new_context(**device, base_url=web_process.url)
     page = context.new_page()
     page.goto("/admin/login/")

@@ -59,9 +59,7 @@ class Watched:
 
 @pytest.fixture
 def staff(db: None) -> Agent:
-    return AgentFactory.create(
-        email="admin@example.com", name="Ada Admin", is_staff=True, is_superuser=True
-    )
+    return AgentFactory.create(email="admin@example.com", name="Ada Admin", role="admin")
 
 
 @pytest.fixture

@@ -64,7 +64,7 @@ def by_command(url: str) -> None:
 
 def by_admin_form(url: str) -> None:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     answer = browser.post(
         "/admin/channels_api/chatapichannel/add/",
         {"name": "App", "webhook_url": url, "active": "on"},

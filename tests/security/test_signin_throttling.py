@@ -29,7 +29,7 @@ def page(request: pytest.FixtureRequest) -> tuple[str, str]:
 
 
 def staff(email: str) -> Agent:
-    return AgentFactory.create(email=email, is_staff=True)
+    return AgentFactory.create(email=email, role="admin")
 
 
 def sign_in(

@@ -13,13 +13,20 @@ from agents.tokens import issue_token
 
 
 class Command(BaseCommand):
-    help = 'Create an agent; print {"id", "email", "token"}.'
+    help = 'Create an agent; print {"id", "email", "role", "token"}.'
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--email", required=True)
         parser.add_argument("--name", required=True)
         parser.add_argument("--password", help="for the agent pages; none: API only")
         parser.add_argument("--online", action="store_true", help="start online")
+        parser.add_argument(
+            "--role",
+            choices=Agent.Role.values,
+            default=Agent.Role.AGENT,
+            help="agent (answers chats), supervisor (and the Team view), admin (and the "
+            "Django admin, every channel); docs/routing.md",
+        )
         parser.add_argument(
             "--max-chats",
             type=int,
@@ -38,7 +45,9 @@ class Command(BaseCommand):
         max_chats = options["max_chats"]
         if max_chats is not None and not 1 <= max_chats <= MAX_CHATS_LIMIT:
             raise CommandError(f"--max-chats is 1 to {MAX_CHATS_LIMIT}")
-        agent = Agent.objects.create_user(email, name=options["name"], max_chats=max_chats)
+        agent = Agent.objects.create_user(
+            email, name=options["name"], max_chats=max_chats, role=options["role"]
+        )
         if options["password"] is not None:
             try:  # the validators know the agent's name and address: it is made first
                 accounts.set_password(agent=agent, password=options["password"])
@@ -47,4 +56,5 @@ class Command(BaseCommand):
         if options["online"]:
             set_agent_status(agent=agent, online=True)
         token = issue_token(agent=agent)
-        self.stdout.write(json.dumps({"id": agent.pk, "email": agent.email, "token": token}))
+        made = {"id": agent.pk, "email": agent.email, "role": agent.role, "token": token}
+        self.stdout.write(json.dumps(made))

@@ -29,7 +29,7 @@ def run(*args: str) -> Any:
 @pytest.fixture
 def admin_browser() -> Browser:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     return browser
 
 

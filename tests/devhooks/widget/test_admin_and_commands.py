@@ -41,7 +41,7 @@ def alice(db: None) -> Agent:
 @pytest.fixture
 def admin_browser() -> Browser:
     browser = Browser()
-    browser.force_login(AgentFactory.create(is_staff=True, is_superuser=True))
+    browser.force_login(AgentFactory.create(role="admin"))
     return browser
 
 
