@@ -8,12 +8,14 @@ Time travels by setting the messages' ``created`` back, not by sleeping."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections, transaction
 from django.db.models import F
 from django.test import Client as Browser
 
@@ -317,3 +319,39 @@ def test_the_channels_admin_page_edits_idle_close() -> None:
     assert browser.post(url, {**form, "idle_close_minutes": ""}).status_code == 302
     channel.refresh_from_db()
     assert channel.idle_close_minutes is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_message_committing_while_the_sweep_waits_for_the_lock_keeps_the_chat_open(
+    agent: Agent,
+) -> None:
+    """Two connections: the client's message holds the chat's lock (on
+    SQLite the write lock) when the sweep reaches the chat; the sweep waits,
+    then reads the message and leaves the chat open."""
+    channel = idle_close(ChannelFactory.create(agents=[agent]), minutes=10, warning="Bye")
+    chat = answered_chat(channel, agent)
+    age(chat, 11)
+    due = services.due_idle_chats()
+    holding, done = threading.Event(), threading.Event()
+
+    def client_writes() -> None:
+        try:
+            with transaction.atomic():
+                services.post_client_message(client=chat.client, content=text("still here"))
+                holding.set()
+                done.wait(0.5)  # the sweep is waiting for the lock meanwhile
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=client_writes)
+    writer.start()
+    assert holding.wait(10)
+    closed = [services.close_idle_chat(chat_id=chat_id) for chat_id in due]
+    done.set()
+    writer.join(10)
+
+    assert closed == [False]
+    assert state(chat) == Chat.State.ACTIVE
+    assert list(chat.messages.order_by("id").values_list("author", flat=True)) == [
+        "client", "agent", "client",
+    ]  # fmt: skip
