@@ -197,7 +197,7 @@ class ChannelForm(forms.ModelForm[Channel]):
         model = Channel
         fields = [
             "name", "is_active", "send_transcripts", "routing_mode", "offer_seconds",
-            "business_time_zone", "away_message", "agents",
+            "idle_close_minutes", "idle_warning", "business_time_zone", "away_message", "agents",
         ]  # fmt: skip
         help_texts = {
             "business_time_zone": "An IANA time zone, e.g. Europe/Berlin: hours are local to it.",
@@ -252,7 +252,7 @@ class ChannelAdmin(admin.ModelAdmin[Channel]):
     readonly_fields = ["kind", "public_id", "created"]
     fields = [
         "name", "kind", "public_id", "is_active", "send_transcripts",
-        "routing_mode", "offer_seconds",
+        "routing_mode", "offer_seconds", "idle_close_minutes", "idle_warning",
         "business_time_zone", "weekly_hours", "dates_closed", "away_message", "agents", "created",
     ]  # fmt: skip
     inlines = [CallbackSettingsInline]

@@ -69,7 +69,8 @@ class ChatAccepted(Event):
 @dataclass(frozen=True)
 class ChatFinished(Event):
     """The chat was closed, by an agent (``agent_id``) or by the system
-    (``idle``: by the idle timer, INACTIVE_CHAT_HOURS)."""
+    (``idle``: by the idle timer, INACTIVE_CHAT_HOURS, or the channel's
+    idle close, docs/routing.md)."""
 
     chat_id: int
     agent_id: int | None

@@ -58,6 +58,7 @@ class Department(models.Model):
 
 
 MAX_CHATS_LIMIT = 100  # the most chats an agent may be set to answer at once
+IDLE_CLOSE_MIN, IDLE_CLOSE_MAX = 1, 1440  # a channel's idle close, in minutes (a day at most)
 
 
 class Agent(AbstractBaseUser, PermissionsMixin):
@@ -202,6 +203,22 @@ class Channel(models.Model):
         max_length=TEXT_LIMIT,
         help_text="Sent to the client once per chat when they write while nobody can "
         "answer (outside the hours, or no agent online). Blank: none.",
+    )
+    # Idle close (agents/services/idle.py, docs/routing.md): an active chat
+    # whose last shown message is the agent's, unanswered this many minutes,
+    # is finished as an agent's Finish would, after the warning if any.
+    idle_close_minutes = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(IDLE_CLOSE_MIN), MaxValueValidator(IDLE_CLOSE_MAX)],
+        help_text="Finish an active chat the client has not answered for this many minutes "
+        "since the agent wrote (1-1440). Blank: never.",
+    )
+    idle_warning = models.TextField(
+        blank=True,
+        max_length=TEXT_LIMIT,
+        help_text="Sent to the client from the channel just before an idle chat is finished. "
+        "Blank: none.",
     )
     agents = models.ManyToManyField(Agent, blank=True, related_name="channels")
     created = models.DateTimeField(default=timezone.now)
@@ -447,6 +464,9 @@ class Message(models.Model):
     # The payload key of the channel's away message (docs/routing.md): sent
     # once per chat, so the chat's messages say whether it was.
     AWAY = "away_message"
+    # The payload key of the channel's idle warning (docs/routing.md, "Idle
+    # chats close"): the last word before the idle rule finishes the chat.
+    IDLE_WARNING = "idle_warning"
     # The payload key of what a blacklisted client wrote after the blacklisting
     # (agents.services.chats._keep_blacklisted_message): kept, for no agent's eyes,
     # flagged in chat_finished's log.

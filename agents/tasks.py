@@ -82,6 +82,13 @@ def lapse_due_offers() -> int:
 
 
 @shared_task
+def close_idle_chats() -> int:
+    """Finish the chats idle close makes due (docs/routing.md, "Idle chats
+    close"); returns how many."""
+    return services.close_idle_chats()
+
+
+@shared_task
 def move_offers_of_away_agents() -> int:
     """Agents silent for AGENT_AWAY_MINUTES lose their pending offers to the
     next agent; returns how many agents."""

@@ -340,6 +340,12 @@ CELERY_BEAT_SCHEDULE["lapse-due-offers"] = {
     "schedule": 5.0,
     "options": {"expires": 5.0},
 }
+# Idle chats close by themselves, per channel (docs/routing.md, "Idle chats close").
+CELERY_BEAT_SCHEDULE["close-idle-chats"] = {
+    "task": "agents.tasks.close_idle_chats",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
+}
 CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = {
     "task": "bots.tasks.hand_over_silent_chats",
     "schedule": 5.0,

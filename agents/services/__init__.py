@@ -15,6 +15,7 @@ One module per subject, every public name re-exported here, so callers say
 - ``profile``: an agent's online status, settings and maximum of chats;
 - ``offers``: routing by offers (docs/routing.md);
 - ``availability``: a channel's business hours;
+- ``idle``: idle chats close by themselves (docs/routing.md);
 - ``errors`` and ``locks``: the errors every verb raises, the row locks
   they share.
 """
@@ -65,6 +66,7 @@ from agents.services.clients import (
     update_client_contact,
 )
 from agents.services.errors import InvalidState, NotAllowed, ServiceError
+from agents.services.idle import close_idle_chat, close_idle_chats, due_idle_chats
 from agents.services.offers import decline_offer, lapse_due_offers, lapse_offer, set_routing
 from agents.services.offline import (
     OFFLINE_MESSAGE_MAX,
@@ -95,9 +97,12 @@ __all__ = [
     "accept_chat",
     "blacklist_client",
     "callback_unavailable_reason",
+    "close_idle_chat",
+    "close_idle_chats",
     "confirm_client_email",
     "crm_assign_failed",
     "decline_offer",
+    "due_idle_chats",
     "finish_chat",
     "finish_idle_chat",
     "get_or_create_client",

@@ -35,10 +35,7 @@ def set_business_hours(
     except hours.BadHours as error:
         raise ServiceError(str(error)) from None
     if away_message is not None:
-        away_message = storable(away_message).strip()
-        if len(away_message) > TEXT_LIMIT:
-            raise ServiceError(f"the away message is longer than {TEXT_LIMIT} characters")
-        channel.away_message = away_message
+        channel.away_message = channel_text(away_message, "the away message")
     channel.business_time_zone = zone_name
     if always:
         channel.business_hours, channel.closed_dates = {}, []
@@ -50,3 +47,12 @@ def set_business_hours(
         update_fields=["business_time_zone", "business_hours", "closed_dates", "away_message"]
     )
     return channel
+
+
+def channel_text(value: str, what: str) -> str:
+    """A text the channel sends in its own name (the away message, the idle
+    warning), trimmed: one a message may hold, else refused."""
+    value = storable(value).strip()
+    if len(value) > TEXT_LIMIT:
+        raise ServiceError(f"{what} is longer than {TEXT_LIMIT} characters")
+    return str(value)

@@ -22,8 +22,9 @@ from django.db.models import Count
 from django.utils import timezone
 
 from agents import events
-from agents.models import Agent, Channel, Chat, ChatOffer
+from agents.models import IDLE_CLOSE_MAX, IDLE_CLOSE_MIN, Agent, Channel, Chat, ChatOffer
 from agents.presence import is_away, present
+from agents.services.availability import channel_text
 from agents.services.errors import InvalidState, ServiceError
 from agents.services.locks import _lock
 
@@ -238,19 +239,45 @@ def withdraw_offers_of(agent_id: int) -> None:
 
 
 @transaction.atomic
-def set_routing(*, channel: Channel, mode: str, offer_seconds: int | None = None) -> Channel:
-    """A channel's routing: ``manual`` (every agent sees the queue and takes a
-    chat with Reply) or ``offer``. Turned to offer, its waiting chats are
-    offered at once; turned to manual, its pending offers are withdrawn."""
-    if mode not in Channel.RoutingMode.values:
+def set_routing(
+    *,
+    channel: Channel,
+    mode: str | None = None,
+    offer_seconds: int | None = None,
+    idle_close_minutes: int | None = None,
+    idle_warning: str | None = None,
+) -> Channel:
+    """A channel's routing, each part replaced when given: the mode
+    (``manual``: every agent sees the queue and takes a chat with Reply;
+    ``offer``), the offer time, idle close (minutes, 0: off) and its
+    warning (blank: none). Bad input changes nothing. Turned to offer, its
+    waiting chats are offered at once; turned to manual, its pending
+    offers are withdrawn."""
+    if mode is not None and mode not in Channel.RoutingMode.values:
         raise ServiceError(f"routing mode must be one of {', '.join(Channel.RoutingMode.values)}")
     if offer_seconds is not None and not OFFER_SECONDS_MIN <= offer_seconds <= OFFER_SECONDS_MAX:
         raise ServiceError(f"the offer time is {OFFER_SECONDS_MIN} to {OFFER_SECONDS_MAX} seconds")
+    if idle_close_minutes is not None and not (
+        idle_close_minutes == 0 or IDLE_CLOSE_MIN <= idle_close_minutes <= IDLE_CLOSE_MAX
+    ):
+        raise ServiceError(
+            f"idle close is {IDLE_CLOSE_MIN} to {IDLE_CLOSE_MAX} minutes, or 0 (off)"
+        )
+    warning = channel_text(idle_warning, "the idle warning") if idle_warning is not None else None
     Channel.objects.select_for_update().filter(pk=channel.pk).exists()  # one change at a time
-    channel.routing_mode = mode
+    if mode is not None:
+        channel.routing_mode = mode
     if offer_seconds is not None:
         channel.offer_seconds = offer_seconds
-    channel.save(update_fields=["routing_mode", "offer_seconds"])
+    if idle_close_minutes is not None:
+        channel.idle_close_minutes = idle_close_minutes or None
+    if warning is not None:
+        channel.idle_warning = warning
+    channel.save(
+        update_fields=["routing_mode", "offer_seconds", "idle_close_minutes", "idle_warning"]
+    )
+    if mode is None:
+        return channel
     queued = Chat.objects.filter(channel=channel, state=Chat.State.QUEUED)
     for chat_id in list(queued.order_by("queued_at", "pk").values_list("pk", flat=True)):
         chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)

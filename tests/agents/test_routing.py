@@ -317,7 +317,10 @@ def test_set_routing_turns_offers_on_for_the_waiting_chats_and_off_again() -> No
     made = run("set_routing", "--channel", channel.public_id, "--mode", "offer",
                "--offer-seconds", "45")  # fmt: skip
 
-    assert made == {"channel": channel.public_id, "mode": "offer", "offer_seconds": 45}
+    assert made == {
+        "channel": channel.public_id, "mode": "offer", "offer_seconds": 45,
+        "idle_close_minutes": None, "idle_warning": "",
+    }  # fmt: skip
     assert offered_to(chat) == ann
     assert chat.offer_expires_at is not None
 

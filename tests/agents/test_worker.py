@@ -75,3 +75,33 @@ def test_the_worker_moves_an_unanswered_offer_on_when_its_time_is_up(
     second = ChatOffer.objects.get(chat=chat, outcome=ChatOffer.Outcome.PENDING)
     assert second.agent_id != first.agent_id
     assert "lapse_offer" in celery_worker.log()
+
+
+def test_the_worker_closes_an_idle_chat_the_agent_answered_last(celery_worker: Worker) -> None:
+    """The beat's task (docs/routing.md, "Idle chats close") run by the
+    worker: the chat the agent answered closes, after the warning; the one
+    the client wrote in last stays open."""
+    from agents import services
+    from agents.models import Message
+    from agents.tasks import close_idle_chats
+    from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
+
+    ann = AgentFactory.create(name="Ann", is_online=True)
+    channel = ChannelFactory.create(agents=[ann], idle_close_minutes=5, idle_warning="Bye now")
+    chats = []
+    for _ in range(2):
+        client = ClientFactory.create(channel=channel)
+        chat = services.post_client_message(client=client, content=text("hi")).chat
+        services.accept_chat(chat=chat, agent=ann)
+        services.post_agent_message(chat=chat, agent=ann, content=text("Done."))
+        chat.messages.update(created=timezone.now() - timedelta(minutes=6))
+        chats.append(chat)
+    idle, waiting = chats
+    services.post_client_message(client=waiting.client, content=text("one more thing"))
+
+    close_idle_chats.delay()
+
+    wait_for(lambda: Chat.objects.get(pk=idle.pk).state == Chat.State.FINISHED, timeout=30)
+    assert idle.messages.filter(payload__has_key=Message.IDLE_WARNING, text="Bye now").exists()
+    assert Chat.objects.get(pk=waiting.pk).state == Chat.State.ACTIVE
+    assert "close_idle_chats" in celery_worker.log()

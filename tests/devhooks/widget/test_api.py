@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -336,6 +337,25 @@ def test_a_finished_chat_is_still_the_visitors_chat_with_its_rating(
     visitor = vera.ok("session")["visitor"]
     assert visitor["chat"]["state"] == "queued" and visitor["chat"]["agent_name"] == ""
     assert [m["text"] for m in visitor["messages"]] == ["Me again"]
+
+
+def test_idle_close_ends_the_visitors_chat_with_the_warning_and_the_rating(
+    vera: Visitor, alice: Agent, widget: WidgetChannel
+) -> None:
+    """docs/routing.md, "Idle chats close": as an agent's Finish, after the warning."""
+    services.set_routing(channel=widget.channel, idle_close_minutes=5, idle_warning="Bye!")
+    vera.ok("message", text="Hi")
+    chat = Chat.objects.get(client=vera.client)
+    services.accept_chat(chat=chat, agent=alice)
+    services.post_agent_message(chat=chat, agent=alice, content=text("Anything else?"))
+    chat.messages.update(created=timezone.now() - timedelta(minutes=6))
+
+    assert services.close_idle_chats() == 1
+
+    visitor = vera.ok("session")["visitor"]
+    assert visitor["chat"]["state"] == "finished"
+    assert [m["text"] for m in visitor["messages"]] == ["Hi", "Anything else?", "Bye!"]
+    assert vera.ok("rate", rating="positive") == {"result": "ok", "rating": "positive"}
 
 
 # --- the pre-chat form --------------------------------------------------------------
