@@ -43,8 +43,8 @@ def reply_for(*, agent: Agent, reply_id: int) -> CannedReply:
 
 
 def _may_manage(agent: Agent, reply: CannedReply | None, shared: bool) -> None:
-    if shared and not agent.is_staff:
-        raise ServiceError("only an admin can manage shared replies")
+    if shared and not agent.supervises:
+        raise ServiceError("only supervisors and admins manage shared replies")
     if reply is not None and reply.owner_id not in (None, agent.pk):
         raise ServiceError("this reply is another agent's")
 

@@ -109,6 +109,15 @@ class Agent(AbstractBaseUser, PermissionsMixin):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # Django's admin reads the flags, the agent pages the role: an
+            # update() that skips save() cannot make them disagree.
+            models.CheckConstraint(
+                condition=Q(role="admin", is_staff=True, is_superuser=True)
+                | (~Q(role="admin") & Q(is_staff=False, is_superuser=False)),
+                name="agent_flags_follow_role",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} <{self.email}>"

@@ -246,11 +246,11 @@ class ReassignView(AgentView):
         "chat becomes theirs, a queued one is offered to them); the client is not told",
     )
     def post(self, request: Request, chat_id: int) -> Response:
-        body = ReassignIn(data=request.data)
-        body.is_valid(raise_exception=True)
         supervisor = self.agent(request)
         if not supervisor.supervises:
             raise services.NotAllowed("only supervisors and admins reassign chats")
+        body = ReassignIn(data=request.data)
+        body.is_valid(raise_exception=True)
         chat = self.chat(request, chat_id)
         to_agent = Agent.objects.filter(pk=body.validated_data["agent"]).first()
         if to_agent is None:

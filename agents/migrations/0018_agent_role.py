@@ -3,12 +3,15 @@
 from django.db import migrations, models
 
 
-def admins_from_staff(apps, schema_editor):
-    """Whoever could use the Django admin before roles is an admin now; the
-    two flags then follow the role (``Agent.save``)."""
+def roles_from_flags(apps, schema_editor):
+    """Superusers become admins. A staff agent who was no superuser could
+    share canned replies and answer channels, but saw nothing in the Django
+    admin (no groups, no permissions): a supervisor now, who keeps both and
+    leaves the admin. The flags then follow the role (``Agent.save``)."""
     Agent = apps.get_model("agents", "Agent")
-    Agent.objects.filter(models.Q(is_staff=True) | models.Q(is_superuser=True)).update(
-        role="admin", is_staff=True, is_superuser=True
+    Agent.objects.filter(is_superuser=True).update(role="admin", is_staff=True)
+    Agent.objects.filter(is_superuser=False, is_staff=True).update(
+        role="supervisor", is_staff=False
     )
 
 
@@ -27,5 +30,16 @@ class Migration(migrations.Migration):
                 max_length=10,
             ),
         ),
-        migrations.RunPython(admins_from_staff, migrations.RunPython.noop),
+        migrations.RunPython(roles_from_flags, migrations.RunPython.noop),
+        migrations.AddConstraint(
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(role="admin", is_staff=True, is_superuser=True)
+                | (
+                    ~models.Q(role="admin")
+                    & models.Q(is_staff=False, is_superuser=False)
+                ),
+                name="agent_flags_follow_role",
+            ),
+        ),
     ]

@@ -93,7 +93,10 @@ def reassign(request: HttpRequest, chat_id: int) -> HttpResponse:
     except services.ServiceError as error:
         return _answer(request, error, "")
     assert to_agent is not None
-    return _answer(request, None, f"{chat.client.display_name}'s chat is {to_agent.name}'s now.")
+    name = chat.client.display_name
+    if chat.state == chat.State.QUEUED:
+        return _answer(request, None, f"{name}'s chat is offered to {to_agent.name} now.")
+    return _answer(request, None, f"{name}'s chat is {to_agent.name}'s now.")
 
 
 @login_required

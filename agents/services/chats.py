@@ -390,8 +390,8 @@ def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
     it (a system note says who moved it from whom); a queued chat is offered
     to them, whatever their load, and their Reply takes it. They are told on
     their page; the client is not interrupted."""
-    if not by.supervises:
-        raise NotAllowed("only supervisors and admins reassign chats")
+    if not by.supervises or not selectors.visible_channels(by).filter(pk=chat.channel_id).exists():
+        raise NotAllowed("only supervisors of the chat's channel and admins reassign it")
     chat = _lock(chat)
     colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
     if colleague is None:

@@ -182,9 +182,17 @@ def _lock_unless_held(chat_id: int, **still: object) -> Chat | None:
 def offer_to_chosen(chat: Chat, agent: Agent) -> ChatOffer:
     """A supervisor's reassignment of a queued chat (under its lock): it is
     offered to ``agent`` whatever their load or the channel's mode, in place
-    of its pending offer; Reply still takes it (docs/routing.md, "Team")."""
+    of its pending offer; Reply still takes it (docs/routing.md, "Team").
+    The agent whose offer it was has room again: they are offered what waits."""
+    before = chat.offered_to_id
+    # As routing does: the chat first, then the agent, so a routing that
+    # counts this agent's load meanwhile waits for this offer.
+    Agent.objects.select_for_update().filter(pk=agent.pk).exists()
     end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
-    return _offer_to(chat, agent)
+    offer = _offer_to(chat, agent)
+    if before is not None:
+        offer_waiting([before])
+    return offer
 
 
 @transaction.atomic

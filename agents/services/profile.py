@@ -7,7 +7,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events
+from agents import events, selectors
 from agents.models import MAX_CHATS_LIMIT, Agent
 from agents.services.errors import NotAllowed, ServiceError
 from agents.services.offers import offer_waiting, withdraw_offers_of
@@ -38,8 +38,8 @@ def set_max_chats(*, agent: Agent, by: Agent, max_chats: int | None) -> Agent:
     """A supervisor sets how many chats ``agent`` answers at once (None: the
     installation's AGENT_MAX_CHATS). More room is offered what waits at
     once; less takes nothing away: chats and offers held stay."""
-    if not by.supervises:
-        raise NotAllowed("only supervisors and admins set an agent's chats at once")
+    if not by.supervises or not selectors.visible_channels(by).filter(agents=agent).exists():
+        raise NotAllowed("only supervisors of the agent's channels and admins set their chats")
     if max_chats is not None and not 1 <= max_chats <= MAX_CHATS_LIMIT:
         raise ServiceError(f"a number of chats from 1 to {MAX_CHATS_LIMIT}")
     Agent.objects.filter(pk=agent.pk).update(max_chats=max_chats)

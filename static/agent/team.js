@@ -18,7 +18,9 @@
   let pending = null;
   let stale = false;  // a rendering held back while the supervisor uses a form
 
-  const busy = () => body.contains(document.activeElement) && document.activeElement.matches("input, select");
+  // Focus in one of the page's forms (a field, a choice, its button): the
+  // supervisor is at work there, and a redrawn form would lose their choice.
+  const busy = () => Boolean(document.activeElement && document.activeElement.closest("#team-body form"));
 
   async function refresh() {
     pending = null;

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.test import Client as Browser
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -124,19 +124,22 @@ def test_the_team_is_for_supervisors_and_admins_only() -> None:
     assert [a["name"] for a in api(admin).get("/api/agent/v1/team").json()["agents"]] == ["Ann"]
 
 
-def test_the_team_is_read_in_a_fixed_number_of_queries() -> None:
+@pytest.mark.parametrize("size", [2, 6])
+def test_the_team_is_read_in_a_fixed_number_of_queries(size: int) -> None:
     sue = supervisor()
-    agents = [online(f"Agent {n}") for n in range(6)]
+    agents = [online(f"Agent {n}") for n in range(size)]
     channel = offer_channel(*agents, sue)
     for agent in agents:
-        busy(agent, channel, 2)
-    for _ in range(5):
+        for chat in busy(agent, channel, 2):  # each owes its client a reply
+            services.post_client_message(client=chat.client, content=text("Hello?"))
+    for _ in range(size):
         new_chat(channel)
     client = api(sue)
     client.get("/api/agent/v1/team")  # the token's first use is written once
     with CaptureQueriesContext(connection) as queries:
-        assert client.get("/api/agent/v1/team").status_code == 200
-    assert len(queries) <= 8, [q["sql"] for q in queries]
+        team = client.get("/api/agent/v1/team").json()
+    assert len(team["waiting_for_reply"]) == 2 * size and len(team["agents"]) == size + 1
+    assert len(queries) <= 5, [q["sql"] for q in queries]
 
 
 # --- reassign ----------------------------------------------------------------------
@@ -194,6 +197,87 @@ def test_a_reassigned_queued_chat_is_offered_to_the_chosen_agent_even_at_capacit
     api(sue).post(f"/api/agent/v1/chats/{other.pk}/reassign", {"agent": second.pk})
     outcomes = dict(ChatOffer.objects.filter(chat=other).values_list("agent_id", "outcome"))
     assert outcomes == {first.pk: "withdrawn", second.pk: "pending"}
+
+
+def test_reassigning_frees_the_agent_it_leaves_for_what_waits() -> None:
+    ann, bob = online("Ann", max_chats=1), online("Bob", max_chats=1)
+    sue = supervisor()
+    channel = offer_channel(ann, bob, sue)
+    [active] = busy(ann, channel, 1)
+    waiting = new_chat(channel)
+    assert waiting.offered_to == bob  # Ann is full
+    other = new_chat(channel)
+    assert other.offered_to is None  # so is Bob, with his offer
+
+    # Bob's offer goes to Ann... who is full: it is offered to her all the same,
+    # and Bob, free again, is offered the chat that waited.
+    services.reassign_chat(chat=waiting, by=sue, to_agent=ann)
+    waiting.refresh_from_db()
+    other.refresh_from_db()
+    assert waiting.offered_to == ann and other.offered_to == bob
+
+    # Ann's active chat goes to Bob (past his maximum, by the supervisor's
+    # choice); Ann has room again, but her offers already fill it.
+    Agent.objects.filter(pk=ann.pk).update(max_chats=3)
+    third = new_chat(channel)
+    services.reassign_chat(chat=active, by=sue, to_agent=bob)
+    third.refresh_from_db()
+    assert list(active.agents.all()) == [bob] and third.offered_to == ann
+
+
+def test_the_services_check_the_supervisors_channels_too() -> None:
+    ann, bob = online("Ann"), online("Bob")
+    channel = ChannelFactory.create(agents=[ann, bob])
+    [chat] = busy(ann, channel, 1)
+    elsewhere = supervisor(of=ChannelFactory.create())
+    with pytest.raises(services.NotAllowed):
+        services.reassign_chat(chat=chat, by=elsewhere, to_agent=bob)
+    with pytest.raises(services.NotAllowed):
+        services.set_max_chats(agent=bob, by=elsewhere, max_chats=2)
+    assert list(chat.agents.all()) == [ann] and Agent.objects.get(pk=bob.pk).max_chats is None
+    admin = AgentFactory.create(role=Agent.Role.ADMIN)
+    services.set_max_chats(agent=bob, by=admin, max_chats=2)
+    services.reassign_chat(chat=chat, by=admin, to_agent=bob)
+    assert list(chat.agents.all()) == [bob]
+
+
+def test_the_flags_cannot_disagree_with_the_role() -> None:
+    ann = AgentFactory.create()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Agent.objects.filter(pk=ann.pk).update(role=Agent.Role.ADMIN)  # save() skipped
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Agent.objects.filter(pk=ann.pk).update(is_staff=True)
+
+
+def test_an_admins_stream_hears_every_channel() -> None:
+    from agents.streams import channel_pairs
+
+    ann = AgentFactory.create()
+    first, second = ChannelFactory.create(agents=[ann]), ChannelFactory.create()
+    admin = AgentFactory.create(role=Agent.Role.ADMIN)
+    pairs = set(channel_pairs({ann.pk, admin.pk}))
+    assert pairs == {(ann.pk, first.pk), (admin.pk, first.pk), (admin.pk, second.pk)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_makes_superusers_admins_and_staff_supervisors() -> None:
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("agents", "0017_business_hours")])
+    old = executor.loader.project_state([("agents", "0017_business_hours")]).apps
+    made = old.get_model("agents", "Agent").objects
+    made.create(email="root@example.com", name="Root", is_staff=True, is_superuser=True)
+    made.create(email="lead@example.com", name="Lead", is_staff=True)
+    made.create(email="ann@example.com", name="Ann")
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    roles = dict(Agent.objects.values_list("name", "role"))
+    assert roles == {"Root": "admin", "Lead": "supervisor", "Ann": "agent"}
+    admins = Agent.objects.filter(is_staff=True, is_superuser=True)
+    assert list(admins.values_list("name", flat=True)) == ["Root"]
+    assert not Agent.objects.filter(is_staff=True, is_superuser=False).exists()
 
 
 @pytest.mark.parametrize(

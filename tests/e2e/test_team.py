@@ -61,7 +61,7 @@ def test_the_team_view_updates_live_and_reassigns_a_queued_chat(
     expect(queued.get_by_test_id("reassign-to").locator("option")).to_have_count(2, timeout=LIVE)
     queued.get_by_test_id("reassign-to").select_option(label="Sue Lead")
     queued.get_by_test_id("reassign").click()
-    expect(sues.locator(".flash")).to_contain_text("Nina's chat is Sue Lead's now")
+    expect(sues.locator(".flash")).to_contain_text("Nina's chat is offered to Sue Lead now")
     expect(queued.get_by_test_id("team-offered-to")).to_have_text("Sue Lead")
     mine = bobs.get_by_test_id("queued-chat").filter(has_text="Nina")
     expect(mine.get_by_test_id("offered")).to_have_text("offered to Sue Lead", timeout=LIVE)
@@ -69,11 +69,25 @@ def test_the_team_view_updates_live_and_reassigns_a_queued_chat(
     queued.get_by_test_id("reassign").click()
     expect(mine.get_by_test_id("offered")).to_have_text("offered to you", timeout=LIVE)
 
-    # Bob takes it with Reply; the client's next word is owed a reply on the team.
-    services.accept_chat(chat=chat, agent=bob)
+    # Bob takes it with Reply, as in the spec; the team's queue empties.
+    bobs.goto(f"/agent/chats/{chat.pk}/")
+    bobs.get_by_test_id("reply").click()
+    expect(bobs.locator("#reply-box")).to_be_visible(timeout=LIVE)
     expect(sues.get_by_test_id("team-queue-empty")).to_be_visible(timeout=LIVE)
+
+    # The client writes again: the team sees a reply owed by Bob. Sue hands
+    # the active chat to Alice, back online: Bob's page takes his reply box away.
     services.post_client_message(client=client, content=text("Are you there?"))
     owed = sues.get_by_test_id("team-waiting").filter(has_text="Nina")
     expect(owed).to_contain_text("Bob Agent", timeout=LIVE)
+    services.set_agent_status(agent=alice, online=True)
+    expect(owed.get_by_test_id("reassign-to").locator("option")).to_have_count(3, timeout=LIVE)
+    owed.get_by_test_id("reassign-to").select_option(label="Alice Agent")
+    owed.get_by_test_id("reassign").click()
+    expect(sues.locator(".flash")).to_contain_text("Nina's chat is Alice Agent's now")
+    expect(owed).to_contain_text("Alice Agent")
+    expect(bobs.locator("#reply-box")).to_have_count(0, timeout=LIVE)
     chat.refresh_from_db()
-    assert chat.state == Chat.State.ACTIVE and list(chat.agents.all()) == [bob]
+    assert chat.state == Chat.State.ACTIVE and list(chat.agents.all()) == [alice]
+    note = chat.messages.get(author="system")
+    assert note.text == "Sue Lead reassigned the chat from Bob Agent to Alice Agent."
