@@ -4,7 +4,10 @@ messages of its channels; an admin, those of every channel (docs/routing.md,
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import (
@@ -21,6 +24,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
 
 from agents import hours
 from agents.models import (
@@ -304,3 +308,57 @@ def waiting_for_reply(*, agent: Agent) -> QuerySet[Chat]:
         .prefetch_related("agents")
         .order_by("waiting_since", "pk")
     )
+
+
+# A queued chat's place (docs/routing.md, "Queue position"): its estimate
+# comes from the waits of the channel's last RECENT_WAITS chats accepted from
+# the queue within RECENT_WAITS_WINDOW; none in it, no estimate.
+RECENT_WAITS = 20
+RECENT_WAITS_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    position: int  # 1: the next chat to be answered
+    wait_seconds: int | None  # the estimate; None without recent waits
+
+
+def queue_place(*, chat: Chat) -> QueuePlace | None:
+    """Where a queued chat stands, None for a chat not queued. Two queries
+    (three if ``chat.channel`` is not loaded), however long the queue.
+
+    Ahead are the channel's queued chats queued before it (the queue's
+    order: oldest ``queued_at`` first, then the lower id). On an offer
+    channel a chat for a department waits only for the chats its agents may
+    be offered: those of the same department and those of none; in manual
+    mode every agent's Reply takes any chat, so the whole queue counts.
+
+    The estimate is the median of the recent waits (``accepted_at -
+    queued_at``) times the position: each place ahead is taken to clear in a
+    typical wait. The median, not the mean: one chat left an hour does not
+    move it."""
+    if chat.state != Chat.State.QUEUED or chat.queued_at is None:
+        return None
+    earlier = Q(queued_at__lt=chat.queued_at) | Q(queued_at=chat.queued_at, pk__lt=chat.pk)
+    ahead = Chat.objects.filter(earlier, channel_id=chat.channel_id, state=Chat.State.QUEUED)
+    if chat.department_id is not None and chat.channel.routing_mode == Channel.RoutingMode.OFFER:
+        ahead = ahead.filter(Q(department_id=chat.department_id) | Q(department__isnull=True))
+    position = ahead.count() + 1
+    waits = recent_waits(channel_id=chat.channel_id)
+    if not waits:
+        return QueuePlace(position=position, wait_seconds=None)
+    return QueuePlace(position=position, wait_seconds=round(statistics.median(waits) * position))
+
+
+def recent_waits(*, channel_id: int) -> list[float]:
+    """In seconds, the waits in the queue of the channel's last chats
+    accepted from it (a chat a transfer queued again counts its wait
+    after the transfer; a bot's chat an agent took over never waited)."""
+    accepted = Chat.objects.filter(
+        Q(accepted_at__gte=F("queued_at")),
+        channel_id=channel_id,
+        accepted_at__gte=timezone.now() - RECENT_WAITS_WINDOW,
+    )
+    pairs = accepted.order_by("-accepted_at").values_list("queued_at", "accepted_at")
+    recent = pairs[:RECENT_WAITS]
+    return [(taken - queued).total_seconds() for queued, taken in recent if queued and taken]

@@ -607,3 +607,6 @@ WIDGET_RATE_WINDOW = env.float("WIDGET_RATE_WINDOW", default=60.0)
 WIDGET_ADDRESS_RATE_LIMIT = env.int("WIDGET_ADDRESS_RATE_LIMIT", default=1200)
 # New visitors one address may start per WIDGET_RATE_WINDOW.
 WIDGET_NEW_VISITORS_PER_ADDRESS = env.int("WIDGET_NEW_VISITORS_PER_ADDRESS", default=30)
+# How often a waiting visitor's widget asks its place in the queue: this
+# many seconds per place, at most a minute (docs/widget.md, "Your place in the queue").
+WIDGET_QUEUE_REFRESH_SECONDS = env.int("WIDGET_QUEUE_REFRESH_SECONDS", default=10)

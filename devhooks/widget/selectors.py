@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from agents import selectors
 from agents import services as chats
 from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
@@ -15,6 +17,7 @@ from devhooks.models import WidgetChannel
 from devhooks.widget.tokens import client_for_visitor_token
 
 HISTORY = 200  # messages a returning visitor sees
+QUEUE_REFRESH_MAX = 60  # seconds: the longest a waiting widget goes without asking its place
 # What the visitor reads after its first message, unless the channel says otherwise.
 WAITING_TEXT = "An agent will answer shortly."
 
@@ -64,7 +67,7 @@ def visitor_for(widget: WidgetChannel, token: Any) -> Client | None:
 
 def current_chat(client: Client) -> Chat | None:
     """The visitor's open chat, else its last one (for the rating)."""
-    return client.chats.order_by("-created", "-id").first()
+    return client.chats.select_related("channel").order_by("-created", "-id").first()
 
 
 def visitor_state(client: Client) -> dict[str, Any]:
@@ -99,6 +102,51 @@ def chat_data(chat: Chat | None) -> dict[str, Any] | None:
         "rating": chat.rating,
         "agent_name": agent.name if agent else "",
     }
+
+
+def queue_line(client: Client) -> dict[str, Any] | None:
+    """The visitor's place in the queue while its chat waits for an agent
+    (docs/widget.md, "Your place in the queue"), None otherwise: the
+    position, the estimate, the line the widget shows, and when to ask again
+    (the further back, the less often: a long queue's last places change
+    slowly, and each of its visitors asks)."""
+    chat = current_chat(client)
+    place = selectors.queue_place(chat=chat) if chat is not None else None
+    if place is None:
+        return None
+    base = max(1, settings.WIDGET_QUEUE_REFRESH_SECONDS)
+    return {
+        "position": place.position,
+        "wait_seconds": place.wait_seconds,
+        "text": queue_text(place.position, place.wait_seconds),
+        "refresh_seconds": min(base * place.position, max(base, QUEUE_REFRESH_MAX)),
+    }
+
+
+def queue_text(position: int, wait_seconds: int | None) -> str:
+    """The line the widget shows, "You are 2nd in line, about 3 minutes":
+    the estimate in whole minutes, rounded half up; under a minute "less
+    than a minute", over an hour "more than an hour"; without an estimate
+    only the place. The first place is "next"."""
+    place = "You are next in line" if position == 1 else f"You are {ordinal(position)} in line"
+    if wait_seconds is None:
+        return place
+    minutes = (wait_seconds + 30) // 60
+    if wait_seconds < 60:
+        wait = "less than a minute"
+    elif minutes > 60:
+        wait = "more than an hour"
+    else:
+        wait = f"about {minutes} minute{'' if minutes == 1 else 's'}"
+    return f"{place}, {wait}"
+
+
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, …, 21st, 22nd, …"""
+    if 11 <= number % 100 <= 13:
+        return f"{number}th"
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
 
 
 def contact_info(client: Client | None) -> dict[str, str | None]:

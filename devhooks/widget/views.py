@@ -201,6 +201,12 @@ def _call(visit: Visit) -> dict[str, Any]:
     return {}
 
 
+def _queue(visit: Visit) -> dict[str, Any]:
+    """The visitor's own chat's place in the queue; a token is the only way
+    to name a chat here."""
+    return {"queue": selectors.queue_line(visit.existing())}
+
+
 def _callback(visit: Visit) -> dict[str, Any]:
     return {"reason": selectors.callback_reason(visit.widget, visit.visitor)}
 
@@ -223,6 +229,7 @@ ACTIONS: dict[str, tuple[type[serializers.VisitIn], Answer]] = {
     "rate": (serializers.RateIn, _rate),
     "call": (serializers.CallIn, _call),
     "callback": (serializers.VisitIn, _callback),
+    "queue": (serializers.VisitIn, _queue),
     "offline": (serializers.OfflineIn, _offline),
 }
 

@@ -53,7 +53,8 @@
     messages: [], seen: {}, open: false, view: 'chat', unread: 0, lastEvent: 0,
     contact: { client_name: null, email: null, phone: null, description: null },
     pending: {}, rules: null, invitation: '', department: null, typingTimer: 0,
-    typingSent: 0, started: false, stream: null, timers: [], color: null, poll: 0, epoch: 0
+    typingSent: 0, started: false, stream: null, timers: [], color: null, poll: 0, epoch: 0,
+    queueTimer: 0, queueAsk: 0
   };
   var pageTitle = d.title, pageUrl = ''; // as sendPageTitle last said
 
@@ -399,6 +400,7 @@
     ui.who = h('div', { class: 'sub', 'data-testid': 'svc-who' });
     ui.list = h('div', { class: 'list', role: 'log', 'aria-live': 'polite', 'aria-label': 'Messages', 'data-testid': 'svc-messages', tabindex: '0' });
     ui.typing = h('div', { class: 'typing', 'data-testid': 'svc-typing', hidden: true, text: 'typing\u2026' });
+    ui.queue = h('div', { class: 'queue', role: 'status', 'data-testid': 'svc-queue', hidden: true });
     ui.input = h('textarea', {
       class: 'input', 'data-testid': 'svc-input', rows: 2, maxlength: 1000, 'aria-label': 'Your message',
       placeholder: 'Write a message\u2026', onkeydown: function (e) {
@@ -424,7 +426,7 @@
       ui.department, ui.input,
       h('button', { type: 'button', class: 'send primary', 'data-testid': 'svc-send', text: 'Send', onclick: submit })
     ]);
-    ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.typing, ui.end, ui.compose]);
+    ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.queue, ui.typing, ui.end, ui.compose]);
     ui.offline = form('svc-offline', 'Our agents are offline. Leave a message and we will answer.', [
       field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel'),
       field('Message', 'message', 'textarea', true)
@@ -501,6 +503,7 @@
     ui.rate.hidden = !(ended && !chat.rating);
     ui.who.textContent = S.refused ? 'Not available' : ended ? 'The chat has ended' : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
     if (ended && !endShown) scroll(); // the end takes room from the list: its last message stays in sight
+    followQueue();
     var deps = S.cfg.departments || [];
     ui.department.hidden = !(deps.length && !open);
     if (!ui.department.options.length && deps.length) {
@@ -511,6 +514,30 @@
       var target = view === 'chat' ? ui.input : el.querySelector('input, textarea, button');
       if (target) target.focus();
     }
+  }
+
+  // --- the visitor's place in the queue (docs/widget.md) ----------------------------------
+  function followQueue() {
+    // Asked while the chat waits, again when the service says (sooner near
+    // the front); gone once an agent takes it (the stream's chat.accepted).
+    var chat = S.chat;
+    if (!chat || chat.state !== 'queued' || !S.token || S.refused) return stopQueue();
+    if (S.queueTimer) return; // asked, or to be asked
+    var ask = ++S.queueAsk, id = chat.id;
+    S.queueTimer = -1;
+    call('queue', {}).then(function (j) { return j.queue; }, function () { return null; }).then(function (q) {
+      if (ask !== S.queueAsk) return; // stopped meanwhile
+      var now = q && S.chat && S.chat.id === id && S.chat.state === 'queued';
+      ui.queue.textContent = now ? q.text : '';
+      ui.queue.hidden = !now;
+      S.queueTimer = setTimeout(function () { S.queueTimer = 0; followQueue(); }, (now ? q.refresh_seconds : 30) * 1000);
+    });
+  }
+  function stopQueue() {
+    S.queueAsk++;
+    clearTimeout(S.queueTimer);
+    S.queueTimer = 0;
+    if (ui.queue) ui.queue.hidden = true;
   }
 
   // --- what the visitor does ------------------------------------------------------------
@@ -615,6 +642,7 @@
     });
   }
   function destroy() {
+    stopQueue();
     if (S.stream) S.stream.close();
     clearInterval(S.poll);
     S.timers.forEach(clearTimeout);
@@ -911,6 +939,7 @@
     '.choices{display:flex;flex-wrap:wrap;gap:6px;margin-top:6px}',
     '.choice{border:1px solid #0a58ca;background:#fff;color:#0a3069;border-radius:14px;padding:4px 10px}',
     '.note{align-self:center;font-size:13px;color:#57606a;text-align:center}',
+    '.queue{padding:6px 12px;font-size:13px;color:#57606a;border-top:1px solid #d0d7de;background:#fff}',
     '.typing{padding:4px 12px;font-size:13px;color:#57606a;font-style:italic}',
     '.compose{display:flex;flex-wrap:wrap;gap:6px;padding:10px;border-top:1px solid #d0d7de}',
     '.department{width:100%}',

@@ -106,6 +106,9 @@ def _web_process(django_db_setup: None) -> Iterator[WebServer]:
         WIDGET_NEW_VISITORS_PER_ADDRESS="100000",
         WIDGET_ADDRESS_RATE_LIMIT="1000000",
         LIVE_STREAMS_PER_ADDRESS="100000",
+        # A waiting visitor's place is asked every 3 s per place (10 s by
+        # default): the queue's test sees it move within its wait.
+        WIDGET_QUEUE_REFRESH_SECONDS="3",
     ).start()
     yield server
     server.stop()

@@ -327,6 +327,7 @@ def test_seed_demo_makes_the_demo_widget_once(monkeypatch: pytest.MonkeyPatch) -
     assert sorted(channel.agents.values_list("email", flat=True)) == [
         "alice@example.com",
         "bob@example.com",
+        "sam@example.com",
     ]
     assert CallbackSettings.objects.get(channel=channel).enabled
     assert widget.offline_form and widget.rules == WIDGET_RULES

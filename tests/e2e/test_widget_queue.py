@@ -1,0 +1,112 @@
+"""The widget tells a waiting visitor its place in the queue and the
+estimated wait, and keeps it current as the chats ahead are taken
+(docs/widget.md, "Your place in the queue")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Browser, Page, expect
+
+from agents import services
+from agents.models import Agent, Chat
+from devhooks.models import WidgetChannel
+from devhooks.widget import services as widgets
+from tests.e2e.conftest import record_network
+from tests.e2e.host_pages import HostSite, host_site
+from tests.e2e.test_widget import host_page, wait_loaded
+from tests.factories import AgentFactory, ClientFactory, text
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# ms: the server's WIDGET_QUEUE_REFRESH_SECONDS is 3 (tests/e2e/conftest.py),
+# so the second place asks every 6 s; doubled for a loaded machine.
+MOVES = 2 * 6000 + 3000
+LIVE = 2 * 5000  # ms: the stream's news (docs/testing.md, margin)
+
+
+@pytest.fixture
+def alice(db: None) -> Agent:
+    return AgentFactory.create(email="alice@example.com", name="Alice Agent", is_online=True)
+
+
+@pytest.fixture
+def widget(alice: Agent) -> WidgetChannel:
+    made = widgets.create_widget_channel(
+        name="Website", agent_emails=[alice.email], title="Talk to us"
+    )
+    # Three chats answered an hour ago after 90 s in the queue: the
+    # estimate's history, whose median the test's own short waits keep.
+    for _ in range(3):
+        client = ClientFactory.create(channel=made.channel)
+        earlier = services.post_client_message(client=client, content=text("Earlier")).chat
+        services.accept_chat(chat=earlier, agent=alice)
+        taken = timezone.now() - timedelta(hours=1)
+        Chat.objects.filter(pk=earlier.pk).update(
+            queued_at=taken - timedelta(seconds=90), accepted_at=taken
+        )
+    return made
+
+
+@pytest.fixture
+def site() -> Iterator[HostSite]:
+    with host_site() as running:
+        yield running
+
+
+@pytest.fixture
+def two_visitors(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[list[Page]]:
+    """Two visitors' browsers, each with its own storage (its own token)."""
+    contexts = [chromium.new_context(viewport={"width": 1280, "height": 800}) for _ in range(2)]
+    for context in contexts:
+        record_network(context, request.node)
+    yield [context.new_page() for context in contexts]
+    for context in contexts:
+        context.close()
+
+
+def start_chat(page: Page, url: str, words: str) -> None:
+    page.goto(url)
+    wait_loaded(page)
+    page.evaluate("svc_api.open()")
+    page.get_by_test_id("svc-input").fill(words)
+    page.get_by_test_id("svc-input").press("Enter")
+    expect(page.get_by_test_id("svc-waiting")).to_be_visible()
+
+
+def test_a_second_visitor_sees_its_place_and_moves_up_when_the_chat_ahead_is_taken(
+    two_visitors: list[Page], web_process: Any, site: HostSite, widget: WidgetChannel, alice: Agent
+) -> None:
+    ann, ben = two_visitors
+    url = host_page(site, web_process.url, widget)
+    errors: list[str] = []
+    for page in two_visitors:
+        page.on("pageerror", lambda error: errors.append(str(error)))
+
+    start_chat(ann, url, "Where is my order?")
+    expect(ann.get_by_test_id("svc-queue")).to_have_text("You are next in line, about 2 minutes")
+    start_chat(ben, url, "Do you ship abroad?")
+    line = ben.get_by_test_id("svc-queue")
+    # The median recent wait (90 s) for each place: 3 minutes for the second.
+    expect(line).to_have_text("You are 2nd in line, about 3 minutes")
+    expect(line).to_have_attribute("role", "status")
+
+    # Alice takes Ann's chat: Ann's line goes at once, Ben moves up.
+    services.accept_chat(chat=Chat.objects.get(messages__text="Where is my order?"), agent=alice)
+    expect(ann.get_by_test_id("svc-who")).to_have_text("Alice Agent", timeout=LIVE)
+    expect(ann.get_by_test_id("svc-queue")).to_be_hidden()
+    expect(line).to_have_text("You are next in line, about 2 minutes", timeout=MOVES)
+
+    # A reload while waiting shows the place again; Reply takes it away.
+    ben.reload()
+    wait_loaded(ben)
+    ben.evaluate("svc_api.open()")
+    expect(line).to_have_text("You are next in line, about 2 minutes")
+    services.accept_chat(chat=Chat.objects.get(state=Chat.State.QUEUED), agent=alice)
+    expect(line).to_be_hidden(timeout=LIVE)
+    expect(ben.get_by_test_id("svc-who")).to_have_text("Alice Agent")
+    assert errors == []
