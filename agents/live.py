@@ -180,8 +180,10 @@ def on_chat_state(event: events.Event) -> None:
         events.ChatAccepted: "chat.accepted",
         events.ChatFinished: "chat.finished",
     }[type(event)]
-    # The client hears that an agent took its chat (and who) and that it ended.
-    for_client = kind in ("chat.accepted", "chat.finished")
+    # The client hears that its chat waits for an agent (a bot handed it on:
+    # the widget shows its place in the queue), that an agent took it (and
+    # who) and that it ended.
+    for_client = kind in ("chat.queued", "chat.accepted", "chat.finished")
     data: dict[str, Any] = {}
     if isinstance(event, events.ChatAccepted):
         agent = Agent.objects.filter(pk=event.agent_id).values_list("name", flat=True).first()

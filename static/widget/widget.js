@@ -135,6 +135,12 @@
     };
     on('message', function (data) { if (data.message) add(data.message, true); });
     on('typing', function (data) { typing(data.who === 'agent' && data.typing); });
+    on('chat.queued', function () {
+      // A bot handed the chat to the agents: it waits now (its place shows).
+      if (!S.chat || S.chat.state !== 'bot') return;
+      S.chat.state = 'queued';
+      render();
+    });
     on('chat.accepted', function (data) {
       S.chat = S.chat || {};
       S.chat.state = 'active';

@@ -9,11 +9,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import requests
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
 from agents import services
 from agents.models import Agent, Chat
+from bots.services import attach_bot, create_bot_provider
 from devhooks.models import WidgetChannel
 from devhooks.widget import services as widgets
 from tests.e2e.conftest import record_network
@@ -27,6 +29,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 # so the second place asks every 6 s; doubled for a loaded machine.
 MOVES = 2 * 6000 + 3000
 LIVE = 2 * 5000  # ms: the stream's news (docs/testing.md, margin)
+BOT_TOKEN = "queue-bot-token-0123"  # a test bot's path token
 
 
 @pytest.fixture
@@ -110,3 +113,38 @@ def test_a_second_visitor_sees_its_place_and_moves_up_when_the_chat_ahead_is_tak
     expect(line).to_be_hidden(timeout=LIVE)
     expect(ben.get_by_test_id("svc-who")).to_have_text("Alice Agent")
     assert errors == []
+
+
+def test_a_chat_a_bot_hands_to_the_agents_shows_its_place_without_a_reload(
+    two_visitors: list[Page], web_process: Any, site: HostSite, widget: WidgetChannel
+) -> None:
+    # B1 goes to a provider nobody serves here: the bot speaks over B2 only.
+    provider = create_bot_provider(
+        name="Acme bots", endpoint_url="https://bots.example.com/b1", display_name="Acme Bot"
+    )
+    attach_bot(channel=widget.channel, provider=provider, token=BOT_TOKEN)
+    page = two_visitors[0]
+    page.goto(host_page(site, web_process.url, widget))
+    wait_loaded(page)
+    page.evaluate("svc_api.open()")
+    page.get_by_test_id("svc-input").fill("I need a person")
+    page.get_by_test_id("svc-input").press("Enter")
+    for _ in range(100):  # the send's answer is in flight
+        chat = Chat.objects.filter(messages__text="I need a person").first()
+        if chat is not None:
+            break
+        page.wait_for_timeout(100)
+    assert chat is not None
+    assert chat.state == Chat.State.BOT
+    line = page.get_by_test_id("svc-queue")
+    expect(line).to_be_hidden()
+
+    # The bot invites an agent: the chat queues, and the visitor's widget says
+    # where it stands, told by its stream (no reload).
+    invited = requests.post(
+        f"{web_process.url}/webhooks/{provider.provider_id}/{BOT_TOKEN}",
+        json={"event": "INVITE_AGENT", "chat_id": chat.pk, "client_id": chat.client_id},
+        timeout=5,
+    )
+    assert invited.json() == {"result": "ok"}, invited.text
+    expect(line).to_have_text("You are next in line, about 2 minutes", timeout=LIVE)
