@@ -104,6 +104,7 @@ bench: $(STAMP)
 	$(PY) bench/bot_api_inbound.py
 	$(PY) bench/delivery_isolation.py
 	$(PY) bench/live_streams.py
+	$(PY) bench/routing.py
 
 clean:
 	rm -rf var/test var/broker var/cache
