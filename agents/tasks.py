@@ -82,6 +82,13 @@ def lapse_due_offers() -> int:
 
 
 @shared_task
+def offer_waiting_to_free_agents() -> int:
+    """The beat's sweep for a chat left waiting while an agent has room
+    (docs/routing.md, "Under concurrency"); returns how many agents had room."""
+    return services.offer_waiting_to_free_agents()
+
+
+@shared_task
 def close_idle_chats() -> int:
     """Finish the chats idle close makes due (docs/routing.md, "Idle chats
     close"); returns how many."""

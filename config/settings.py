@@ -340,6 +340,11 @@ CELERY_BEAT_SCHEDULE["lapse-due-offers"] = {
     "schedule": 5.0,
     "options": {"expires": 5.0},
 }
+CELERY_BEAT_SCHEDULE["offer-waiting-to-free-agents"] = {
+    "task": "agents.tasks.offer_waiting_to_free_agents",
+    "schedule": 10.0,
+    "options": {"expires": 10.0},
+}
 # Idle chats close by themselves, per channel (docs/routing.md, "Idle chats close").
 CELERY_BEAT_SCHEDULE["close-idle-chats"] = {
     "task": "agents.tasks.close_idle_chats",

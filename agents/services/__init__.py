@@ -67,7 +67,13 @@ from agents.services.clients import (
 )
 from agents.services.errors import InvalidState, NotAllowed, ServiceError
 from agents.services.idle import close_idle_chat, close_idle_chats, due_idle_chats
-from agents.services.offers import decline_offer, lapse_due_offers, lapse_offer, set_routing
+from agents.services.offers import (
+    decline_offer,
+    lapse_due_offers,
+    lapse_offer,
+    offer_waiting_to_free_agents,
+    set_routing,
+)
 from agents.services.offline import (
     OFFLINE_MESSAGE_MAX,
     leave_offline_message,
@@ -114,6 +120,7 @@ __all__ = [
     "mark_message_delivery",
     "mark_offline_message_handled",
     "normalise_phone",
+    "offer_waiting_to_free_agents",
     "open_chat",
     "post_agent_message",
     "post_bot_message",

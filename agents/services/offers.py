@@ -235,6 +235,31 @@ def lapse_due_offers() -> int:
     return sum(lapse_offer(offer_id=offer_id) for offer_id in list(due[:1000]))
 
 
+@transaction.atomic
+def offer_waiting_to_free_agents() -> int:
+    """The beat's safety net (docs/routing.md, "Under concurrency"): the
+    agents of offer channels where chats wait unoffered who are online,
+    present and have room are offered those chats. A routing that counted
+    an agent's load just before that agent's finish committed saw them full,
+    and the finish's own offer_waiting could not yet see the new chat: such
+    a chat is offered here. Returns how many agents had room."""
+    waiting = Chat.objects.filter(
+        state=Chat.State.QUEUED,
+        offered_to__isnull=True,
+        channel__routing_mode=Channel.RoutingMode.OFFER,
+    )
+    channels = waiting.values("channel_id")
+    agents = list(
+        Agent.objects.filter(present(), is_active=True, is_online=True, channels__in=channels)
+        .distinct()
+        .only("pk", "max_chats")
+    )
+    load = open_chats([agent.pk for agent in agents])
+    free = [agent.pk for agent in agents if load.get(agent.pk, 0) < agent.capacity]
+    offer_waiting(free)
+    return len(free)
+
+
 def withdraw_offers_of(agent_id: int) -> None:
     """The agent went offline: their pending offers move on (in this
     transaction; a chat another one holds lapses in its time instead)."""

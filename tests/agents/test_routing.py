@@ -420,3 +420,23 @@ def test_the_channels_agents_hear_each_offer_and_its_end_live() -> None:
     assert heard[1].data == {
         "chat_id": chat.pk, "state": "queued", "agent_id": ann.pk, "outcome": "declined",
     }  # fmt: skip
+
+
+def test_the_sweep_offers_a_chat_left_waiting_while_an_agent_has_room(settings) -> None:
+    # The race it mends (docs/routing.md, "Under concurrency"): a new chat's
+    # routing counted Ann full just before her finish committed, and that
+    # finish's offer_waiting could not see the new chat. Its outcome, made here.
+    ann, cy = online("Ann", max_chats=1), online("Cy", max_chats=1)
+    channel = offer_channel(ann)
+    [active] = busy(ann, channel, 1)
+    waiting = new_chat(channel)
+    assert offered_to(waiting) is None
+    Chat.objects.filter(pk=active.pk).update(state=Chat.State.FINISHED)  # no hook ran
+    other = offer_channel(cy)
+    busy(cy, other, 1)  # full, on a channel where nothing waits: not counted
+
+    assert services.offer_waiting_to_free_agents() == 1
+    assert offered_to(waiting) == ann
+    assert services.offer_waiting_to_free_agents() == 0  # Ann is full again
+    sweep = settings.CELERY_BEAT_SCHEDULE["offer-waiting-to-free-agents"]
+    assert sweep["task"] == "agents.tasks.offer_waiting_to_free_agents"
