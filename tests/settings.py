@@ -17,3 +17,9 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     *global_settings.PASSWORD_HASHERS,
 ]
+
+# On PostgreSQL a transactional test's flush deletes rows instead of
+# truncating tables (tests/postgresql/base.py): the same server and schema,
+# 0.2 s less per test that commits.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.postgresql"  # noqa: F405
