@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 from agents import services
 from agents.models import Agent, Channel, Chat, ChatOffer
 from channels_api.models import ChatApiChannel
-from tests.e2e.test_workspace import RECORDER, until
+from tests.e2e.test_workspace import RECORDER, heard, until
 from tests.factories import AgentFactory, ClientFactory, text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,7 +46,7 @@ def sign_in(page: Page, agent: Agent) -> None:
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_test_id("status")).to_be_visible()
     page.locator("body").click()  # a browser lets a page make sound after a touch
-    until(page, "document.getElementById('workspace').dataset.heard === 'true'")
+    heard(page)
 
 
 def test_an_offer_is_declined_to_the_next_agent_who_takes_it_with_reply(

@@ -79,6 +79,17 @@ def customer(channel: ChatApiChannel, name: str, *messages: str) -> Chat:
     return chat
 
 
+# The page's first live answer has come (its notices start from there): a
+# page being ready, not a promise of speed, so the wait is generous for a
+# loaded machine (the live promises are the LIVE timeouts).
+HEARD = "document.getElementById('workspace').dataset.heard === 'true'"
+READY_SECONDS = 20
+
+
+def heard(page: Page) -> None:
+    until(page, HEARD, timeout=READY_SECONDS)
+
+
 def until(page: Page, script: str, timeout: float = 8) -> None:
     """Wait until ``script`` is true in the page (wait_for_function would need
     'unsafe-eval', which the pages' CSP refuses)."""
@@ -293,7 +304,7 @@ def test_notifications_for_new_chats_and_new_messages(
     sign_in(page)
     page.goto(f"/agent/chats/{mine.pk}/")
     page.locator("body").click()  # a browser lets a page make sound after a touch
-    until(page, "document.getElementById('workspace').dataset.heard === 'true'")  # no news yet
+    heard(page)  # no news yet
     assert page.evaluate("[window.__chimes, window.__shown.length]") == [0, 0]
 
     # A new chat in the queue sounds, even with the tab in sight.
@@ -327,7 +338,7 @@ def test_notifications_can_be_switched_off(
     Agent.objects.filter(pk=alice.pk).update(notify_sound=False, notify_desktop=False)
     sign_in(page)
     page.locator("body").click()
-    until(page, "document.getElementById('workspace').dataset.heard === 'true'")
+    heard(page)
     page.evaluate("window.__hidden = true")
     customer(chat_api, "Nina", "Is anyone there?")
     expect(page.get_by_test_id("queued-chat")).to_contain_text("Nina", timeout=LIVE)
@@ -414,12 +425,12 @@ def test_a_note_and_a_transfer_with_the_client_never_told(
     bob_context = chromium.new_context(**device, base_url=web_process.url)
     bob_page = bob_context.new_page()
     sign_in(bob_page, "bob@example.com")
-    until(bob_page, "document.getElementById('workspace').dataset.heard === 'true'")
+    heard(bob_page)
     # A second tab of Bob's is on the chat itself, Alice's for now.
     bob_on_chat = bob_context.new_page()
     bob_on_chat.goto(f"/agent/chats/{chat.pk}/")
     expect(bob_on_chat.locator(".closed")).to_contain_text("Another agent answers this chat")
-    until(bob_on_chat, "document.getElementById('workspace').dataset.heard === 'true'")
+    heard(bob_on_chat)
     page.get_by_test_id("transfer").click()
     hand_to = page.get_by_label("Hand this chat to")
     hand_to.select_option(label="Bob Agent")
