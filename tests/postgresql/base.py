@@ -11,6 +11,7 @@ so the order of the deletes does not matter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.backends.postgresql import base, operations
@@ -20,7 +21,7 @@ class DatabaseOperations(operations.DatabaseOperations):
     def sql_flush(
         self,
         style: Any,
-        tables: list[str],
+        tables: Sequence[str],
         *,
         reset_sequences: bool = False,
         allow_cascade: bool = False,
