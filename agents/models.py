@@ -18,7 +18,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from config.text import TEXT_LIMIT
+from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
 
 
 def new_public_id(nbytes: int = 12) -> str:
@@ -377,6 +377,8 @@ class Chat(models.Model):
         Department, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats"
     )
     rating = models.CharField(max_length=10, choices=Rating.choices, blank=True)
+    # What the client wrote beside the rating at the chat's end (the widget).
+    rating_comment = models.TextField(blank=True, max_length=CLIENT_TEXT_LIMIT)
     blacklisted = models.BooleanField(default=False)
     # The CRM side panel (chat_accepted reply, setCustomData).
     custom_data = models.JSONField(default=list, blank=True)

@@ -86,6 +86,7 @@ class ChatDetailOut(ChatOut):
     agents = AgentRefOut(many=True, source="agents.all")
     department = serializers.CharField(source="department.name", default=None)
     rating = serializers.CharField()
+    rating_comment = serializers.CharField(help_text="What the client wrote beside the rating")
     blacklisted = serializers.BooleanField()
     custom_data = serializers.JSONField()
     contact_info = serializers.JSONField()

@@ -24,7 +24,7 @@ from agents.models import (
 from agents.services.errors import InvalidState, NotAllowed, ServiceError
 from agents.services.locks import _lock, _lock_client, _open_chat_of
 from agents.services.offers import end_offer, offer_chat, offer_to_chosen, offer_waiting
-from config.text import TEXT_LIMIT
+from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT, storable
 
 
 @transaction.atomic
@@ -513,12 +513,19 @@ def finish_idle_chat(*, chat: Chat, idle_since: datetime) -> bool:
 
 
 @transaction.atomic
-def rate_chat(*, chat: Chat, rating: str) -> Chat:
-    """The client's verdict: positive, negative, or "" for none."""
+def rate_chat(*, chat: Chat, rating: str, comment: str = "") -> Chat:
+    """The client's verdict: positive, negative, or "" for none, with what
+    they wrote beside it (up to CLIENT_TEXT_LIMIT characters; none without a
+    rating). Rating again replaces both."""
     if rating not in ("", *Chat.Rating.values):
         raise ServiceError("rating must be positive, negative or empty")
-    Chat.objects.filter(pk=chat.pk).update(rating=rating)
-    chat.rating = rating
+    comment = storable(comment).strip()
+    if comment and not rating:
+        raise ServiceError("a comment goes with a rating: positive or negative")
+    if len(comment) > CLIENT_TEXT_LIMIT:
+        raise ServiceError(f"the comment is longer than {CLIENT_TEXT_LIMIT} characters")
+    Chat.objects.filter(pk=chat.pk).update(rating=rating, rating_comment=comment)
+    chat.rating, chat.rating_comment = rating, comment
     events.publish(events.ChatRated(chat_id=chat.pk, rating=rating))
     return chat
 

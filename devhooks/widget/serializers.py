@@ -258,6 +258,8 @@ class PageIn(VisitIn):
 
 class RateIn(VisitIn):
     rating = Rating()
+    # Optional: what the visitor wrote beside the rating (the core limits it).
+    comment = FormText()
 
 
 class CallIn(VisitIn):

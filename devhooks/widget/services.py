@@ -259,14 +259,18 @@ def set_typing(client: Client, typing: bool) -> None:
         chats.set_client_typing(chat=chat, typing=typing)
 
 
-def rate(client: Client, rating: str) -> Chat:
-    """The visitor's verdict on its last chat, once it has finished."""
+def rate(client: Client, rating: str, comment: str = "") -> Chat:
+    """The visitor's verdict on its last chat, once it has finished, and
+    what they wrote beside it."""
     chat = current_chat(client)
     if chat is None:
         raise WidgetError("there is no chat to rate")
     if chat.is_open:
         raise WidgetError("a chat is rated when it has finished")
-    return chats.rate_chat(chat=chat, rating=rating)
+    try:
+        return chats.rate_chat(chat=chat, rating=rating, comment=comment)
+    except chats.ServiceError as error:
+        raise WidgetError(error.message) from None
 
 
 def start_call(widget: WidgetChannel, client: Client, phone: str) -> None:

@@ -192,8 +192,8 @@ def _page(visit: Visit) -> dict[str, Any]:
 
 
 def _rate(visit: Visit) -> dict[str, Any]:
-    chat = widgets.rate(visit.existing(), visit.data["rating"])
-    return {"rating": chat.rating}
+    chat = widgets.rate(visit.existing(), visit.data["rating"], visit.data.get("comment", ""))
+    return {"rating": chat.rating, "comment": chat.rating_comment}
 
 
 def _call(visit: Visit) -> dict[str, Any]:

@@ -54,7 +54,7 @@
     contact: { client_name: null, email: null, phone: null, description: null },
     pending: {}, rules: null, invitation: '', department: null, typingTimer: 0,
     typingSent: 0, started: false, stream: null, timers: [], color: null, poll: 0, epoch: 0,
-    queueTimer: 0, queueAsk: 0
+    queueTimer: 0, queueAsk: 0, commenting: false
   };
   var pageTitle = d.title, pageUrl = ''; // as sendPageTitle last said
 
@@ -420,9 +420,16 @@
       h('button', { type: 'button', 'data-rating': 'positive', onclick: function () { rate('positive'); } }, [icon('up'), ' Good']),
       h('button', { type: 'button', 'data-rating': 'negative', onclick: function () { rate('negative'); } }, [icon('down'), ' Bad'])
     ]);
+    // After the rating, an optional word beside it (docs/widget.md, "The end of a chat").
+    ui.commentText = h('textarea', { class: 'input', 'data-testid': 'svc-comment-text', rows: 2, maxlength: 1000,
+      'aria-label': 'A comment on the chat (optional)', placeholder: 'Anything to add? (optional)' });
+    ui.comment = h('form', { class: 'comment', 'data-testid': 'svc-comment', hidden: true, onsubmit: function (e) {
+      e.preventDefault();
+      comment();
+    } }, [ui.commentText, h('button', { type: 'submit', 'data-testid': 'svc-comment-send', text: 'Send' })]);
     // A finished chat: the message box gives way to its end (docs/widget.md, "The end of a chat").
     ui.end = h('div', { class: 'end', 'data-testid': 'svc-end', hidden: true }, [
-      h('p', { class: 'ended', text: 'The chat has ended.' }), ui.rate,
+      h('p', { class: 'ended', text: 'The chat has ended.' }), ui.rate, ui.comment,
       h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-new-chat', text: 'Start a new chat', onclick: function () {
         S.fresh = true;
         render(true);
@@ -507,6 +514,7 @@
     ui.end.hidden = !ended;
     ui.compose.hidden = !!ended;
     ui.rate.hidden = !(ended && !chat.rating);
+    ui.comment.hidden = !(ended && chat.rating && S.commenting);
     ui.who.textContent = S.refused ? 'Not available' : ended ? 'The chat has ended' : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
     if (ended && !endShown) scroll(); // the end takes room from the list: its last message stays in sight
     followQueue();
@@ -591,7 +599,19 @@
   function rate(rating) {
     call('rate', { rating: rating }).then(function () {
       S.chat.rating = rating;
+      S.commenting = true;
       note('Thank you for your rating.');
+      render();
+      ui.commentText.focus();
+    }, function (e) { note(e.message); });
+  }
+  function comment() {
+    var text = ui.commentText.value.trim();
+    if (!text || !S.chat || !S.chat.rating) return;
+    call('rate', { rating: S.chat.rating, comment: text }).then(function () {
+      S.commenting = false;
+      ui.commentText.value = '';
+      note('Thank you for your comment.');
       render();
     }, function (e) { note(e.message); });
   }
@@ -963,6 +983,7 @@
     '.end{padding:10px;text-align:center;border-top:1px solid #d0d7de}',
     '.end p{margin:0 0 6px}',
     '.ended{font-weight:600}',
+    '.comment{display:flex;gap:6px;margin:0 0 8px}',
     '.end [data-rating]{display:inline-flex;align-items:center;gap:6px;margin:0 4px 8px;padding:6px 12px;border:1px solid #6e7781;border-radius:8px;background:#fff;color:#1b1f24}',
     '@media (max-width:480px),(max-device-width:480px){:host{right:12px;bottom:12px}.window{position:fixed;inset:0;width:100vw;height:100%;height:100dvh;border-radius:0}}',
     // The visual viewport's box (fit()), drawn at the screen's own scale; only the widget takes touches.

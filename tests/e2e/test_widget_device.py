@@ -118,6 +118,15 @@ def test_an_ended_chat_says_so_keeps_its_messages_readable_and_offers_a_new_chat
     expect(page.get_by_test_id("svc-rate")).to_be_hidden()
     expect(end).to_be_visible()
 
+    # A word beside the rating, if the visitor likes: it reaches the agents.
+    expect(page.get_by_test_id("svc-comment-text")).to_be_focused()
+    page.get_by_test_id("svc-comment-text").fill("Quick and <b>kind</b>")
+    page.get_by_test_id("svc-comment-send").click()
+    expect(page.get_by_test_id("svc-messages")).to_contain_text("Thank you for your comment.")
+    expect(page.get_by_test_id("svc-comment")).to_be_hidden()
+    chat.refresh_from_db()
+    assert (chat.rating, chat.rating_comment) == ("positive", "Quick and <b>kind</b>")
+
     # A new chat: the message box is back, and the next message opens a chat.
     page.get_by_test_id("svc-new-chat").click()
     expect(end).to_be_hidden()

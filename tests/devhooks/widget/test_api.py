@@ -22,6 +22,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from rest_framework.test import APIClient
 
 from agents import ratelimit, selectors, services
 from agents.content import clean_content
@@ -49,7 +50,7 @@ from devhooks.widget import views
 from devhooks.widget.services import create_widget_channel
 from devhooks.widget.tokens import client_for_visitor_token
 from tests.aio import run_async
-from tests.factories import AgentFactory, text
+from tests.factories import AgentFactory, page_of, text
 from tests.limits import rate_limit_statements
 
 NUL_REFUSED = "a text holds a NUL character or half of a surrogate pair"
@@ -355,7 +356,11 @@ def test_idle_close_ends_the_visitors_chat_with_the_warning_and_the_rating(
     visitor = vera.ok("session")["visitor"]
     assert visitor["chat"]["state"] == "finished"
     assert [m["text"] for m in visitor["messages"]] == ["Hi", "Anything else?", "Bye!"]
-    assert vera.ok("rate", rating="positive") == {"result": "ok", "rating": "positive"}
+    assert vera.ok("rate", rating="positive") == {
+        "result": "ok",
+        "rating": "positive",
+        "comment": "",
+    }
 
 
 # --- the pre-chat form --------------------------------------------------------------
@@ -872,10 +877,49 @@ def test_a_chat_is_rated_once_it_has_finished(vera: Visitor, alice: Agent) -> No
         assert vera.refused("rate", rating=bad) == "rating must be positive or negative"
     assert Chat.objects.get(pk=chat.pk).rating == ""
 
-    assert vera.ok("rate", rating="positive") == {"result": "ok", "rating": "positive"}
+    assert vera.ok("rate", rating="positive") == {
+        "result": "ok",
+        "rating": "positive",
+        "comment": "",
+    }
     assert Chat.objects.get(pk=chat.pk).rating == "positive"
     assert vera.ok("rate", rating="negative")["rating"] == "negative"
     assert Chat.objects.get(pk=chat.pk).rating == "negative"
+
+
+def test_a_rating_takes_a_comment_that_agents_read(vera: Visitor, alice: Agent) -> None:
+    vera.ok("message", text="Hi")
+    chat = Chat.objects.get(client=vera.client)
+    services.accept_chat(chat=chat, agent=alice)
+    services.finish_chat(chat=chat, agent=alice)
+    vera.ok("rate", rating="positive")
+
+    said = vera.ok("rate", rating="positive", comment="  Quick <b>and</b> kind\n")
+    assert said == {"result": "ok", "rating": "positive", "comment": "Quick <b>and</b> kind"}
+    chat.refresh_from_db()
+    assert (chat.rating, chat.rating_comment) == ("positive", "Quick <b>and</b> kind")
+
+    # Refused, and nothing changes: too long, not a string, a NUL.
+    for bad, says in (
+        ("x" * 1001, "the comment is longer than 1000 characters"),
+        (5, "comment must be a string"),
+        ("a\x00b", NUL_REFUSED),
+    ):
+        assert vera.refused("rate", rating="negative", comment=bad) == says
+    chat.refresh_from_db()
+    assert (chat.rating, chat.rating_comment) == ("positive", "Quick <b>and</b> kind")
+    with pytest.raises(services.ServiceError, match="goes with a rating"):
+        services.rate_chat(chat=chat, rating="", comment="no rating")
+
+    # The agents read it, escaped: the chat, the history, the API.
+    page = page_of(alice)
+    html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    assert "Quick &lt;b&gt;and&lt;/b&gt; kind" in html and "<b>and</b>" not in html
+    assert "Quick &lt;b&gt;and&lt;/b&gt; kind" in page.get("/agent/history/").content.decode()
+    api = APIClient()
+    api.force_authenticate(alice)
+    detail = api.get(f"/api/agent/v1/chats/{chat.pk}").json()
+    assert (detail["rating"], detail["rating_comment"]) == ("positive", "Quick <b>and</b> kind")
 
 
 # --- calls --------------------------------------------------------------------
@@ -1387,7 +1431,7 @@ READS = {
     "custom_data": ["fields"],
     "user_token": ["user_token"],
     "page": ["url", "title"],
-    "rate": ["rating"],
+    "rate": ["rating", "comment"],
     "call": ["phone"],
     "callback": [],
     "offline": ["name", "email", "phone", "description", "message"],
@@ -1413,6 +1457,7 @@ AIMED: dict[str, list[Any]] = {
     "url": ["javascript:alert(1)", "http://[x/", "x" * 2000],
     "title": ["x" * 2000],
     "rating": ["Positive", "none", "null"],
+    "comment": ["x" * 1001, "\n"],
     "message": ["x" * 4001],
     "page": [{"url": "http://[x/"}, {"title": ["x"]}, {"url": None, "title": None}, "x"],
     "landing_url": [
