@@ -652,7 +652,7 @@ def test_on_a_phone_the_window_fills_the_screen(
             return {name: size for name, size in found}
 
         sizes = font_sizes()
-        assert set(sizes) == {"svc-input", "svc-department"}, sizes
+        assert set(sizes) == {"svc-input", "svc-department", "svc-comment-text"}, sizes
         assert min(sizes.values()) >= 16, sizes
         say(page, "Hello from my phone")
         page.mouse.wheel(0, 600)  # over the window: the page behind stays put
