@@ -642,7 +642,11 @@
     if (v) {
       S.visitor = v;
       S.contact = v.contact;
-      if (!S.chat || !v.chat || S.chat.id !== v.chat.id || v.chat.state !== S.chat.state) S.chat = v.chat;
+      // An answer read before an event the stream has already brought (an
+      // agent's Reply while a reload's session was on its way) must not take
+      // the chat back to what it was: the stream's state is the newer.
+      var stale = (v.last_event_id || 0) < S.lastEvent;
+      if (!stale && (!S.chat || !v.chat || S.chat.id !== v.chat.id || v.chat.state !== S.chat.state)) S.chat = v.chat;
       S.lastEvent = Math.max(S.lastEvent, v.last_event_id || 0);
       (v.messages || []).forEach(function (m) { add(m, !!live && m.author !== 'client'); });
     }

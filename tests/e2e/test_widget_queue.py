@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from agents import services
 from agents.models import Agent, Chat
@@ -148,3 +148,36 @@ def test_a_chat_a_bot_hands_to_the_agents_shows_its_place_without_a_reload(
     )
     assert invited.json() == {"result": "ok"}, invited.text
     expect(line).to_have_text("You are next in line, about 2 minutes", timeout=LIVE)
+
+
+def test_a_session_answer_read_before_the_reply_does_not_undo_it(
+    two_visitors: list[Page], web_process: Any, site: HostSite, widget: WidgetChannel, alice: Agent
+) -> None:
+    """The race a loaded CI machine hit: the widget asks for its session
+    (svc_api.open(), a reload, a reset), the service reads it, then an agent
+    replies and the stream says so, and only then does the session's answer
+    arrive. The older answer must not take the chat back to the queue."""
+    page = two_visitors[0]
+    start_chat(page, host_page(site, web_process.url, widget), "Anyone?")
+    line, who = page.get_by_test_id("svc-queue"), page.get_by_test_id("svc-who")
+    expect(line).to_have_text("You are next in line, about 2 minutes")
+    held: list[Route] = []
+    page.route("**/v1/session", lambda route: held.append(route))
+    page.evaluate("svc_api.open()")  # asks for the session again
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    before = held[0].fetch()  # read by the service now, before the Reply
+
+    services.accept_chat(chat=Chat.objects.get(messages__text="Anyone?"), agent=alice)
+    expect(who).to_have_text("Alice Agent", timeout=LIVE)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    held[0].fulfill(response=before)  # the older answer arrives last
+    page.wait_for_timeout(1500)  # it is applied, and the page draws again
+
+    expect(who).to_have_text("Alice Agent")
+    expect(line).to_be_hidden()
+    assert not [url for url in asked if url.endswith("/v1/queue")], asked  # not queued again
