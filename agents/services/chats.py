@@ -167,8 +167,16 @@ def _away_message(chat: Chat, channel: Channel) -> None:
         return
     if chat.messages.filter(payload__has_key=Message.AWAY).exists():
         return
-    content = Content("text", channel.away_message, {Message.AWAY: True})
-    _post(chat, Message.Author.BOT, content, sender_name=channel.name)
+    post_channel_message(chat=chat, channel=channel, text=channel.away_message, mark=Message.AWAY)
+
+
+def post_channel_message(*, chat: Chat, channel: Channel, text: str, mark: str) -> Message:
+    """The channel's own automatic answer (the away message, the idle
+    warning): a bot message under the channel's name, so it reaches the
+    client on every kind of channel as any answer does; ``mark`` names it
+    in the payload. ``chat`` is read under its lock by the caller."""
+    content = Content("text", text, {mark: True})
+    return _post(chat, Message.Author.BOT, content, sender_name=channel.name)
 
 
 def _keep_blacklisted_message(client: Client, content: Content, external_id: str) -> Message:

@@ -19,10 +19,9 @@ from django.db.models import Q, QuerySet, Subquery
 from django.db.models.expressions import OuterRef
 from django.utils import timezone
 
-from agents.content import Content
 from agents.live import CLIENT_VISIBLE_AUTHORS
 from agents.models import Channel, Chat, Message
-from agents.services.chats import _post, finish_chat
+from agents.services.chats import finish_chat, post_channel_message
 
 # How many due chats one sweep closes; the rest wait for the next (a minute).
 SWEEP_LIMIT = 500
@@ -81,8 +80,9 @@ def close_idle_chat(*, chat_id: int, now: datetime | None = None) -> bool:
     if last is None or last[0] != Message.Author.AGENT or last[1] > cutoff:
         return False
     if channel.idle_warning:
-        warning = Content("text", channel.idle_warning, {Message.IDLE_WARNING: True})
-        _post(chat, Message.Author.BOT, warning, sender_name=channel.name)
+        post_channel_message(
+            chat=chat, channel=channel, text=channel.idle_warning, mark=Message.IDLE_WARNING
+        )
     finish_chat(chat=chat, idle=True)
     return True
 
