@@ -323,39 +323,30 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 3600.0,
     },
 }
-CELERY_BEAT_SCHEDULE["send-due-mails"] = {
-    "task": "agents.tasks.send_due_mails",
-    "schedule": 10.0,
-    "options": {"expires": 10.0},
-}
-# Offers whose time ran out and whose own timer was lost, and those of agents
-# who turned away (docs/routing.md).
-CELERY_BEAT_SCHEDULE["move-offers-of-away-agents"] = {
-    "task": "agents.tasks.move_offers_of_away_agents",
-    "schedule": 30.0,
-    "options": {"expires": 30.0},
-}
-CELERY_BEAT_SCHEDULE["lapse-due-offers"] = {
-    "task": "agents.tasks.lapse_due_offers",
-    "schedule": 5.0,
-    "options": {"expires": 5.0},
-}
-CELERY_BEAT_SCHEDULE["offer-waiting-to-free-agents"] = {
-    "task": "agents.tasks.offer_waiting_to_free_agents",
-    "schedule": 10.0,
-    "options": {"expires": 10.0},
-}
+
+
+def _every(task: str, seconds: float) -> dict[str, Any]:
+    """A beat entry run every ``seconds``; a run the worker did not start
+    within that time is dropped (the next one does its work)."""
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds}}
+
+
+CELERY_BEAT_SCHEDULE["send-due-mails"] = _every("agents.tasks.send_due_mails", 10.0)
+# Offers whose time ran out and whose own timer was lost, chats left waiting
+# while an agent has room, and the offers of agents who turned away
+# (docs/routing.md).
+CELERY_BEAT_SCHEDULE["move-offers-of-away-agents"] = _every(
+    "agents.tasks.move_offers_of_away_agents", 30.0
+)
+CELERY_BEAT_SCHEDULE["lapse-due-offers"] = _every("agents.tasks.lapse_due_offers", 5.0)
+CELERY_BEAT_SCHEDULE["offer-waiting-to-free-agents"] = _every(
+    "agents.tasks.offer_waiting_to_free_agents", 10.0
+)
 # Idle chats close by themselves, per channel (docs/routing.md, "Idle chats close").
-CELERY_BEAT_SCHEDULE["close-idle-chats"] = {
-    "task": "agents.tasks.close_idle_chats",
-    "schedule": 60.0,
-    "options": {"expires": 60.0},
-}
-CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = {
-    "task": "bots.tasks.hand_over_silent_chats",
-    "schedule": 5.0,
-    "options": {"expires": 5.0},
-}
+CELERY_BEAT_SCHEDULE["close-idle-chats"] = _every("agents.tasks.close_idle_chats", 60.0)
+CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = _every(
+    "bots.tasks.hand_over_silent_chats", 5.0
+)
 CELERY_TIMEZONE = "UTC"
 
 # --- e-mail (chat transcripts, agents/mail.py) -----------------------------
