@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -356,6 +356,27 @@ class BlacklistedClient(Client):
         verbose_name = "blacklisted client"
 
 
+class Label(models.Model):
+    """A tag agents put on chats, from the list admins keep (docs/reports.md):
+    the reports and the history filter by it."""
+
+    NAME_LENGTH: ClassVar[int] = 50
+
+    name = models.CharField(max_length=NAME_LENGTH, unique=True)
+    colour = models.CharField(
+        max_length=7,
+        default="#1f77b4",
+        validators=[RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour is #rrggbb.")],
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Chat(models.Model):
     class State(models.TextChoices):
         BOT = "bot", "With bot"
@@ -373,6 +394,7 @@ class Chat(models.Model):
     client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="chats")
     state = models.CharField(max_length=10, choices=State.choices, db_index=True)
     agents = models.ManyToManyField(Agent, blank=True, related_name="chats")
+    labels = models.ManyToManyField(Label, blank=True, related_name="chats")
     department = models.ForeignKey(
         Department, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats"
     )
