@@ -3,8 +3,10 @@ the real web server (the agents' streams and the visitor's)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
+import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -82,4 +84,12 @@ class Reader:
         return heard
 
     def close(self) -> None:
+        """Hang up at once, as a browser closing its EventSource does. A plain
+        ``close()`` waits for the reading thread's pending read, which ends
+        only when the service next writes (its heartbeat): the service would
+        hold the stream, and its slot, until then. Shutting the socket down
+        sends the hang-up now and wakes the reader."""
+        with contextlib.suppress(AttributeError, OSError):
+            # urllib3's response -> http.client's -> its buffered socket file.
+            self.response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
         self.response.close()
