@@ -1,0 +1,156 @@
+"""Labels (docs/agent-pages.md, "Labels"): the list admins keep, an agent's
+labels on a chat through the service, the agent API, the pages, the admin
+and the create_label command."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agents import events, services
+from agents.models import Agent, Chat, Label, LiveEvent
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, page_of, text
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def billing() -> Label:
+    return services.create_label(name="billing", colour="#1F77B4")
+
+
+@pytest.fixture
+def vip() -> Label:
+    return services.create_label(name="vip", colour="#d62728")
+
+
+@pytest.fixture
+def chat(agent: Agent) -> Chat:
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]), name="Olga")
+    return services.post_client_message(client=client, content=text("My invoice?")).chat
+
+
+def names(chat: Chat) -> list[str]:
+    return sorted(label.name for label in chat.labels.all())
+
+
+# --- the service ---------------------------------------------------------------------
+
+
+def test_labels_replace_the_chats_labels_and_tell_the_agents_pages(
+    chat: Chat, agent: Agent, billing: Label, vip: Label, published: list[events.Event]
+) -> None:
+    services.set_chat_labels(chat=chat, agent=agent, names=["billing"])
+    services.set_chat_labels(chat=chat, agent=agent, names=["vip", " billing ", "vip"])
+
+    assert names(chat) == ["billing", "vip"]
+    labelled = [e for e in published if isinstance(e, events.ChatLabelled)]
+    assert labelled[-1] == events.ChatLabelled(
+        chat_id=chat.pk, agent_id=agent.pk, labels=("billing", "vip")
+    )
+    told = LiveEvent.objects.filter(kind="chat.labelled").last()
+    assert told is not None and told.data["labels"] == ["billing", "vip"]
+    assert not told.for_client  # the visitor's stream never hears of labels
+
+    services.set_chat_labels(chat=chat, agent=agent, names=[])
+    assert names(chat) == []
+
+
+def test_the_same_labels_again_change_nothing_and_tell_nobody(
+    chat: Chat, agent: Agent, billing: Label, published: list[events.Event]
+) -> None:
+    services.set_chat_labels(chat=chat, agent=agent, names=["billing"])
+    services.set_chat_labels(chat=chat, agent=agent, names=["billing"])
+
+    assert sum(isinstance(e, events.ChatLabelled) for e in published) == 1
+
+
+def test_a_name_not_on_the_list_refuses_the_whole_change_naming_it(
+    chat: Chat, agent: Agent, billing: Label, vip: Label
+) -> None:
+    services.set_chat_labels(chat=chat, agent=agent, names=["vip"])
+
+    with pytest.raises(services.ServiceError, match="not on the list of labels: refund, urgent"):
+        services.set_chat_labels(chat=chat, agent=agent, names=["billing", "urgent", "refund"])
+    assert names(chat) == ["vip"]
+
+
+def test_a_finished_chat_may_be_labelled_after_the_fact(
+    chat: Chat, agent: Agent, billing: Label
+) -> None:
+    services.accept_chat(chat=chat, agent=agent)
+    services.finish_chat(chat=chat, agent=agent)
+    lead = AgentFactory.create(role=Agent.Role.SUPERVISOR)
+    chat.channel.agents.add(lead)
+
+    services.set_chat_labels(chat=chat, agent=lead, names=["billing"])
+
+    assert names(chat) == ["billing"]
+
+
+def test_only_agents_who_see_the_chat_label_it(chat: Chat, billing: Label) -> None:
+    stranger = AgentFactory.create()
+
+    with pytest.raises(services.NotAllowed):
+        services.set_chat_labels(chat=chat, agent=stranger, names=["billing"])
+    assert names(chat) == []
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def run(*args: str) -> dict[str, Any]:
+    out = StringIO()
+    call_command("create_label", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_create_label_prints_the_label() -> None:
+    made = run("--name", "billing", "--colour", "#1F77B4")
+    plain = run("--name", "refund")
+
+    assert made == {"id": made["id"], "name": "billing", "colour": "#1f77b4"}
+    assert plain["colour"] == "#1f77b4"  # the default
+    assert list(Label.objects.values_list("name", flat=True)) == ["billing", "refund"]
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (["--name", "billing", "--colour", "blue"], "colour: A colour is #rrggbb."),
+        (["--name", "  "], "name: This field cannot be blank."),
+        (["--name", "x" * 51], "name: Ensure this value has at most 50 characters"),
+        (["--name", "Billing"], "a label named Billing exists already"),
+        (["--colour", "#123456"], "the following arguments are required: --name"),
+    ],
+)
+def test_create_label_refuses_bad_input_and_changes_nothing(
+    args: list[str], complaint: str
+) -> None:
+    run("--name", "billing")
+
+    with pytest.raises(CommandError, match=complaint):
+        run(*args)
+    assert list(Label.objects.values_list("name", "colour")) == [("billing", "#1f77b4")]
+
+
+# --- the admin -----------------------------------------------------------------------
+
+
+def test_the_admin_keeps_the_list_with_colour_swatches(billing: Label) -> None:
+    admin = page_of(AgentFactory.create(role=Agent.Role.ADMIN))
+
+    listed = admin.get("/admin/agents/label/", {"q": "bill"}).content.decode()
+    assert 'fill="#1f77b4"' in listed and "billing" in listed
+    added = admin.post("/admin/agents/label/add/", {"name": "vip", "colour": "#d62728"})
+    assert added.status_code == 302
+    taken = admin.post("/admin/agents/label/add/", {"name": "Billing", "colour": "#000000"})
+    assert "a label named Billing exists already" in taken.content.decode()
+    bad = admin.post("/admin/agents/label/add/", {"name": "red", "colour": "red"})
+    assert "A colour is #rrggbb." in bad.content.decode()
+    assert list(Label.objects.values_list("name", flat=True)) == ["billing", "vip"]
+    assert admin.get("/admin/agents/chat/", {"labels__id__exact": billing.pk}).status_code == 200
