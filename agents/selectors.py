@@ -34,6 +34,7 @@ from agents.models import (
     Chat,
     ChatSeen,
     Department,
+    Label,
     Message,
     OfflineMessage,
 )
@@ -254,6 +255,11 @@ def transfer_agents(*, chat: Chat, agent: Agent) -> QuerySet[Agent]:
         .exclude(pk=agent.pk)
         .order_by("name")
     )
+
+
+def labels() -> QuerySet[Label]:
+    """The list admins keep, by name."""
+    return Label.objects.order_by("name")
 
 
 def departments() -> QuerySet[Department]:

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
 
 from agents import events, services
 from agents.models import Agent, Chat, Label, LiveEvent
@@ -136,6 +139,103 @@ def test_create_label_refuses_bad_input_and_changes_nothing(
     with pytest.raises(CommandError, match=complaint):
         run(*args)
     assert list(Label.objects.values_list("name", "colour")) == [("billing", "#1f77b4")]
+
+
+# --- the agent API -------------------------------------------------------------------
+
+
+def test_the_api_sets_a_chats_labels_and_answers_with_the_chat(
+    api: APIClient, chat: Chat, billing: Label, vip: Label
+) -> None:
+    url = f"/api/agent/v1/chats/{chat.pk}/labels"
+
+    answer = api.post(url, {"labels": ["vip", "billing"]}, format="json")
+
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["id"] == chat.pk
+    assert answer.json()["labels"] == [
+        {"name": "billing", "colour": "#1f77b4"},
+        {"name": "vip", "colour": "#d62728"},
+    ]
+    assert api.post(url, {"labels": []}, format="json").json()["labels"] == []
+    assert names(chat) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "complaint"),
+    [
+        ({"labels": ["billing", "refund"]}, "not on the list of labels: refund"),
+        ({"labels": "billing"}, "labels"),
+        ({}, "labels"),
+    ],
+)
+def test_the_api_refuses_a_name_not_on_the_list_naming_it(
+    api: APIClient, chat: Chat, billing: Label, body: dict[str, Any], complaint: str
+) -> None:
+    answer = api.post(f"/api/agent/v1/chats/{chat.pk}/labels", body, format="json")
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "invalid_request"
+    assert complaint in answer.json()["error"]["message"]
+    assert names(chat) == []
+
+
+def test_a_chat_of_another_channel_cannot_be_labelled(api: APIClient, billing: Label) -> None:
+    other = ClientFactory.create()
+    chat = services.post_client_message(client=other, content=text("Hi")).chat
+
+    answer = api.post(f"/api/agent/v1/chats/{chat.pk}/labels", {"labels": ["billing"]}, "json")
+
+    assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
+    assert names(chat) == []
+
+
+def test_every_chat_the_api_shows_carries_its_labels(
+    api: APIClient, chat: Chat, agent: Agent, billing: Label
+) -> None:
+    services.set_chat_labels(chat=chat, agent=agent, names=["billing"])
+    chip = [{"name": "billing", "colour": "#1f77b4"}]
+
+    assert api.get("/api/agent/v1/chats").json()["results"][0]["labels"] == chip
+    assert api.get(f"/api/agent/v1/chats/{chat.pk}").json()["labels"] == chip
+    accepted = api.post(f"/api/agent/v1/chats/{chat.pk}/accept").json()
+    assert accepted["labels"] == chip
+
+
+def test_the_chat_list_reads_the_labels_in_one_query(
+    api: APIClient, agent: Agent, billing: Label, vip: Label
+) -> None:
+    channel = ChannelFactory.create(agents=[agent])
+
+    def listed() -> int:
+        api.get("/api/agent/v1/chats")  # the token's first use is written once
+        with CaptureQueriesContext(connection) as queries:
+            assert api.get("/api/agent/v1/chats").status_code == 200
+        return len(queries)
+
+    client = ClientFactory.create(channel=channel)
+    chat = services.post_client_message(client=client, content=text("Hi")).chat
+    services.set_chat_labels(chat=chat, agent=agent, names=["billing"])
+    one = listed()
+    for _ in range(5):
+        client = ClientFactory.create(channel=channel)
+        chat = services.post_client_message(client=client, content=text("Hi")).chat
+        services.set_chat_labels(chat=chat, agent=agent, names=["billing", "vip"])
+
+    assert listed() == one
+
+
+def test_the_api_lists_the_labels_to_choose_from(
+    api: APIClient, vip: Label, billing: Label
+) -> None:
+    answer = api.get("/api/agent/v1/labels")
+
+    assert answer.status_code == 200
+    assert answer.json() == [
+        {"name": "billing", "colour": "#1f77b4"},
+        {"name": "vip", "colour": "#d62728"},
+    ]
+    assert APIClient().get("/api/agent/v1/labels").status_code == 401
 
 
 # --- the admin -----------------------------------------------------------------------
