@@ -13,7 +13,7 @@
   const STREAM_GRACE_MS = 5000;
   const STREAM_EVENTS = [
     "chat.opened", "chat.queued", "chat.returned_to_bot", "chat.accepted", "chat.finished",
-    "chat.transferred", "chat.offered", "chat.offer_ended", "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
+    "chat.transferred", "chat.labelled", "chat.offered", "chat.offer_ended", "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
     "offline_message", "reset",
   ];
   const TYPING_PAUSE_MS = 3000;

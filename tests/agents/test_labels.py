@@ -238,6 +238,67 @@ def test_the_api_lists_the_labels_to_choose_from(
     assert APIClient().get("/api/agent/v1/labels").status_code == 401
 
 
+# --- the pages -----------------------------------------------------------------------
+
+
+def test_the_chat_page_shows_the_labels_and_its_form_sets_them(
+    chat: Chat, agent: Agent, billing: Label, vip: Label
+) -> None:
+    page = page_of(agent)
+
+    sent = page.post(f"/agent/chats/{chat.pk}/labels", {"label": ["billing", "vip"]})
+
+    assert sent.status_code == 302 and sent["Location"] == f"/agent/chats/{chat.pk}/"
+    assert names(chat) == ["billing", "vip"]
+    html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    assert html.count('data-testid="label-chip"') == 2 + 2  # the chips and the form's choices
+    assert 'fill="#d62728"' in html and 'style="' not in html  # the CSP refuses style attributes
+    assert 'value="billing" checked' in html
+    panel = page.get("/agent/live", {"chat": chat.pk}).json()["chat"]["panel_html"]
+    assert 'data-testid="chat-labels"' in panel
+
+
+def test_the_chat_pages_form_refuses_an_unknown_label(
+    chat: Chat, agent: Agent, billing: Label
+) -> None:
+    page = page_of(agent)
+
+    sent = page.post(
+        f"/agent/chats/{chat.pk}/labels", {"label": "nope"}, headers={"X-Requested-With": "fetch"}
+    )
+
+    assert sent.status_code == 400
+    assert sent.json()["error"]["message"] == "not on the list of labels: nope"
+    other = services.post_client_message(client=ClientFactory.create(), content=text("x")).chat
+    assert page.post(f"/agent/chats/{other.pk}/labels", {"label": "billing"}).status_code == 404
+
+
+def test_history_filters_by_label_and_shows_each_rows_labels(
+    agent: Agent, billing: Label, vip: Label
+) -> None:
+    channel = ChannelFactory.create(agents=[agent])
+    finished = {}
+    for name, labels in (("Ann", ["billing"]), ("Bob", ["billing", "vip"]), ("Cid", [])):
+        client = ClientFactory.create(channel=channel, name=name)
+        chat = services.post_client_message(client=client, content=text("Hello")).chat
+        services.set_chat_labels(chat=chat, agent=agent, names=labels)
+        finished[name] = services.finish_chat(chat=chat)
+    page = page_of(agent)
+
+    def rows(**query: str) -> str:
+        return page.get("/agent/history/", query).content.decode()
+
+    every = rows()
+    assert every.count('data-testid="history-row"') == 3
+    assert every.count('data-testid="history-labels"') == 2
+    assert '<option value="vip">vip</option>' in every
+    only_vip = rows(label="vip")
+    assert only_vip.count('data-testid="history-row"') == 1 and "Bob" in only_vip
+    assert '<option value="vip" selected>' in only_vip
+    assert rows(label="billing", q="Ann").count('data-testid="history-row"') == 1
+    assert "with the label nope" in rows(label="nope")
+
+
 # --- the admin -----------------------------------------------------------------------
 
 
