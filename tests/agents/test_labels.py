@@ -253,7 +253,7 @@ def test_the_chat_page_shows_the_labels_and_its_form_sets_them(
     html = page.get(f"/agent/chats/{chat.pk}/").content.decode()
     assert html.count('data-testid="label-chip"') == 2 + 2  # the chips and the form's choices
     assert 'fill="#d62728"' in html and 'style="' not in html  # the CSP refuses style attributes
-    assert 'value="billing" checked' in html
+    assert f'id="label-{chat.pk}-{billing.pk}" checked' in html
     panel = page.get("/agent/live", {"chat": chat.pk}).json()["chat"]["panel_html"]
     assert 'data-testid="chat-labels"' in panel
 
