@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.db.models import QuerySet
 from django.forms.renderers import BaseRenderer
 from django.http import HttpRequest
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
@@ -28,6 +28,7 @@ from agents.models import (
     Client,
     ClientAddress,
     Department,
+    Label,
     Mail,
     Message,
     OfflineMessage,
@@ -318,20 +319,69 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline[Message, Chat]):
 class ChatAdmin(ReadOnlyMixin, admin.ModelAdmin[Chat]):
     """Chats are read-only here: their state changes through the services only."""
 
-    list_display = ["id", "state", "channel", "client", "agent", "rating", "blacklisted", "created"]
-    list_filter = ["state", "channel", "rating", "blacklisted"]
+    list_display = [
+        "id", "state", "channel", "client", "agent", "labels_shown", "rating", "blacklisted",
+        "created",
+    ]  # fmt: skip
+    list_filter = ["state", "channel", "labels", "rating", "blacklisted"]
     search_fields = ["client__name", "client__email", "messages__text"]
     list_select_related = ["channel", "client"]
     inlines = [MessageInline]
     readonly_fields = [f.name for f in Chat._meta.get_fields() if f.concrete]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chat]:
-        return super().get_queryset(request).prefetch_related("agents")
+        return super().get_queryset(request).prefetch_related("agents", "labels")
 
     @admin.display(description="agent")
     def agent(self, chat: Chat) -> str:
         """Who answers (or answered) the chat; "-" while nobody took it."""
         return ", ".join(agent.name or agent.email for agent in chat.agents.all()) or "-"
+
+    @admin.display(description="labels")
+    def labels_shown(self, chat: Chat) -> SafeString:
+        chips = [swatch(label) for label in chat.labels.all()]
+        return format_html_join(" ", "{}", ((chip,) for chip in chips)) or SafeString("-")
+
+
+def swatch(label: Label) -> SafeString:
+    """The label's name after a square of its colour: an SVG's fill, which
+    the pages' Content-Security-Policy allows where a style attribute is not."""
+    return format_html(
+        '<svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">'
+        '<rect width="12" height="12" rx="2" fill="{}"/></svg> {}',
+        label.colour,
+        label.name,
+    )
+
+
+class LabelForm(forms.ModelForm[Label]):
+    class Meta:
+        model = Label
+        fields = ["name", "colour"]
+        help_texts = {"colour": "#rrggbb: the colour of the label's chip on the agent pages."}
+
+    def clean_name(self) -> str:
+        # Unique whatever the case, as the create_label command has it.
+        name = str(self.cleaned_data["name"]).strip()
+        taken = Label.objects.filter(name__iexact=name).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError(f"a label named {name} exists already")
+        return name
+
+
+@admin.register(Label)
+class LabelAdmin(admin.ModelAdmin[Label]):
+    """The list agents label chats from (also ``manage.py create_label``).
+    Deleting a label takes it off every chat that had it."""
+
+    form = LabelForm
+    list_display = ["swatched_name", "colour", "created"]
+    search_fields = ["name"]
+    readonly_fields = ["created"]
+
+    @admin.display(description="name", ordering="name")
+    def swatched_name(self, label: Label) -> SafeString:
+        return swatch(label)
 
 
 @admin.register(ApiToken)

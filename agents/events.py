@@ -84,6 +84,15 @@ class ChatRated(Event):
 
 
 @dataclass(frozen=True)
+class ChatLabelled(Event):
+    """An agent replaced a chat's labels; ``labels``: the names it has now."""
+
+    chat_id: int
+    agent_id: int
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ChatTransferred(Event):
     """An agent handed an active chat to another agent (it stays active) or to
     a department (it goes back to the queue). The client is not told."""

@@ -198,6 +198,12 @@ def on_transfer(event: events.ChatTransferred) -> None:
     _chat_event("chat.transferred", chat, data, for_client=False)
 
 
+def on_labelled(event: events.ChatLabelled) -> None:
+    """Agents only: the pages open on the chat show its new labels."""
+    data = {"labels": list(event.labels)}
+    _chat_event("chat.labelled", _chat(event.chat_id), data, for_client=False)
+
+
 def on_offer(event: events.ChatOffered | events.OfferEnded) -> None:
     """Agents only: who a queued chat is offered to now (docs/routing.md)."""
     chat = _chat(event.chat_id)
@@ -306,6 +312,7 @@ def connect() -> None:
     ):
         events.subscribe(kind, on_chat_state)
     events.subscribe(events.ChatTransferred, on_transfer)
+    events.subscribe(events.ChatLabelled, on_labelled)
     events.subscribe(events.ChatOffered, on_offer)
     events.subscribe(events.OfferEnded, on_offer)
     events.subscribe(events.TypingChanged, on_typing)

@@ -34,6 +34,7 @@ from agents.models import (
     Chat,
     ChatSeen,
     Department,
+    Label,
     Message,
     OfflineMessage,
 )
@@ -179,9 +180,14 @@ def with_bot_for_agent(*, agent: Agent) -> QuerySet[Chat]:
     return _listed(chats_for_agent(agent=agent, state=Chat.State.BOT), agent)
 
 
-def finished_for_agent(*, agent: Agent, search: str = "") -> QuerySet[Chat]:
-    """The history of my channels, newest first; search by client name, email or text."""
+def finished_for_agent(*, agent: Agent, search: str = "", label: str = "") -> QuerySet[Chat]:
+    """The history of my channels, newest first, each with its labels; search
+    by client name, email or text; ``label``: only the chats with it."""
     chats = chats_for_agent(agent=agent, state=Chat.State.FINISHED).order_by("-finished_at", "-id")
+    chats = chats.prefetch_related("labels")
+    if label:
+        tagged = Chat.labels.through.objects.filter(chat_id=OuterRef("pk"), label__name=label)
+        chats = chats.filter(Exists(tagged))
     if search:
         matching = shown(Message.objects.filter(chat=OuterRef("pk"), text__icontains=search))
         chats = chats.filter(
@@ -254,6 +260,11 @@ def transfer_agents(*, chat: Chat, agent: Agent) -> QuerySet[Agent]:
         .exclude(pk=agent.pk)
         .order_by("name")
     )
+
+
+def labels() -> QuerySet[Label]:
+    """The list admins keep, by name."""
+    return Label.objects.order_by("name")
 
 
 def departments() -> QuerySet[Department]:

@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from agents import transcripts
 from agents.content import ContentError, clean_content
-from agents.models import Call, Chat, Client, Message
+from agents.models import Call, Chat, Client, Label, Message
 from config.text import TEXT_LIMIT
 
 AGENT_TEXT_LIMIT = TEXT_LIMIT
@@ -24,6 +24,22 @@ class ClientOut(serializers.Serializer[Any]):
     name = serializers.CharField(source="display_name")
     email = serializers.CharField()
     phone = serializers.CharField()
+
+
+class LabelOut(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    colour = serializers.CharField(help_text="#rrggbb")
+
+
+class LabelsIn(serializers.Serializer[Any]):
+    """A chat's labels, all of them: the names replace the ones it has."""
+
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=Label.NAME_LENGTH),
+        allow_empty=True,
+        max_length=100,
+        help_text="Names from the list (GET labels); [] takes every label off",
+    )
 
 
 class ChatOut(serializers.Serializer[Any]):
@@ -47,6 +63,7 @@ class ChatOut(serializers.Serializer[Any]):
         allow_null=True,
         help_text="When the offer moves on to the next agent unless taken",
     )
+    labels = LabelOut(many=True, source="labels.all")
 
     def get_waiting_seconds(self, chat: Chat) -> int | None:
         if chat.state != Chat.State.QUEUED or chat.queued_at is None:

@@ -9,6 +9,7 @@ urlpatterns = [
     path("chats", views.ChatListView.as_view(), name="chats"),
     path("offers", views.OfferListView.as_view(), name="offers"),
     path("team", views.TeamView.as_view(), name="team"),
+    path("labels", views.LabelListView.as_view(), name="labels"),
     path("chats/<int:chat_id>", views.ChatDetailView.as_view(), name="chat"),
     path("chats/<int:chat_id>/messages", views.ChatMessagesView.as_view(), name="messages"),
     path(
@@ -25,6 +26,7 @@ urlpatterns = [
     path("chats/<int:chat_id>/client-email", views.ClientEmailView.as_view(), name="client-email"),
     path("chats/<int:chat_id>/blacklist", views.BlacklistView.as_view(), name="blacklist"),
     path("chats/<int:chat_id>/notes", views.NotesView.as_view(), name="notes"),
+    path("chats/<int:chat_id>/labels", views.ChatLabelsView.as_view(), name="chat-labels"),
     path("chats/<int:chat_id>/files", views.FileUploadView.as_view(), name="files"),
     path("chats/<int:chat_id>/transfer", views.TransferView.as_view(), name="transfer"),
     path("chats/<int:chat_id>/reassign", views.ReassignView.as_view(), name="reassign"),

@@ -20,6 +20,8 @@ from agents.api.serializers import (
     CallProgressIn,
     ChatDetailOut,
     ChatOut,
+    LabelOut,
+    LabelsIn,
     MessageIn,
     MessageOut,
     OfflineMessageOut,
@@ -90,7 +92,7 @@ class ChatListView(AgentListView):
         chats = selectors.chats_for_agent(
             agent=self.agent(request), state=query.validated_data.get("state")
         )
-        return self.page(request, chats, ChatOut)
+        return self.page(request, chats.prefetch_related("labels"), ChatOut)
 
 
 class OfferListView(AgentListView):
@@ -99,7 +101,8 @@ class OfferListView(AgentListView):
         summary="Chats offered to me now (routing by offers), the oldest offer first",
     )
     def get(self, request: Request) -> Response:
-        return self.page(request, selectors.offers_for_agent(agent=self.agent(request)), ChatOut)
+        offers = selectors.offers_for_agent(agent=self.agent(request)).prefetch_related("labels")
+        return self.page(request, offers, ChatOut)
 
 
 class ChatDetailView(AgentView):
@@ -178,6 +181,30 @@ class TransferView(AgentView):
             note=data["note"],
         )
         return Response(ChatDetailOut(chat).data)
+
+
+class ChatLabelsView(AgentView):
+    @extend_schema(
+        request=LabelsIn,
+        responses=ChatDetailOut,
+        summary="Replace the chat's labels with the named ones of the list (any state, "
+        "finished too); a name not on the list is a 400 naming it",
+    )
+    def post(self, request: Request, chat_id: int) -> Response:
+        body = LabelsIn(data=request.data)
+        body.is_valid(raise_exception=True)
+        chat = services.set_chat_labels(
+            chat=self.chat(request, chat_id),
+            agent=self.agent(request),
+            names=body.validated_data["labels"],
+        )
+        return Response(ChatDetailOut(chat).data)
+
+
+class LabelListView(AgentView):
+    @extend_schema(responses=LabelOut(many=True), summary="The labels a chat may carry, by name")
+    def get(self, request: Request) -> Response:
+        return Response(LabelOut(selectors.labels(), many=True).data)
 
 
 class FileUploadView(AgentView):
@@ -273,8 +300,10 @@ class TeamView(AgentView):
             raise services.NotAllowed("the Team view is for supervisors and admins")
         team = {
             "agents": selectors.team(agent=agent),
-            "queue": selectors.team_queue(agent=agent)[: self.LENGTH],
-            "waiting_for_reply": selectors.waiting_for_reply(agent=agent)[: self.LENGTH],
+            "queue": selectors.team_queue(agent=agent).prefetch_related("labels")[: self.LENGTH],
+            "waiting_for_reply": selectors.waiting_for_reply(agent=agent).prefetch_related(
+                "labels"
+            )[: self.LENGTH],
         }
         return Response(TeamOut(team).data)
 

@@ -19,14 +19,14 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors, services, transcripts
 from agents.api.parsers import id_from
 from agents.api.serializers import MessageIn
 from agents.attachments import KINDS
-from agents.models import Agent, Call, Chat, Message, OfflineMessage
+from agents.models import Agent, Call, Chat, Label, Message, OfflineMessage
 from agents.streams import newest_event_id
 from config.text import TEXT_LIMIT
 
@@ -103,10 +103,13 @@ def _is_mine(agent: Agent, chat: Chat) -> bool:
 
 
 def _panel_context(agent: Agent, chat: Chat) -> dict[str, Any]:
-    """The side panel: the client, the visitor, the CRM card, earlier chats."""
+    """The side panel: the client, the labels, the visitor, the CRM card,
+    earlier chats."""
     return {
         "chat": chat,
         "mine": _is_mine(agent, chat),
+        "chat_labels": list(chat.labels.all()),
+        "all_labels": list(selectors.labels()),
         "earlier": selectors.earlier_chats(chat=chat, agent=agent),
         # The address a transcript would go to (the CRM's for this chat, when
         # it gave one), and whether it may.
@@ -154,9 +157,18 @@ def home(request: HttpRequest, chat_id: int | None = None) -> HttpResponse:
 @require_GET
 def history(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:200]
-    chats = selectors.finished_for_agent(agent=_agent(request), search=search)
+    label = request.GET.get("label", "").strip()[: Label.NAME_LENGTH]
+    chats = selectors.finished_for_agent(agent=_agent(request), search=search, label=label)
     page = Paginator(chats, 25).get_page(request.GET.get("page"))
-    return render(request, "agents/history.html", {"page": page, "search": search})
+    query = urlencode({key: value for key, value in (("q", search), ("label", label)) if value})
+    context = {
+        "page": page,
+        "search": search,
+        "label": label,
+        "labels": selectors.labels(),
+        "query": query,
+    }
+    return render(request, "agents/history.html", context)
 
 
 def _handed_on(chat: Chat) -> bool:

@@ -10,6 +10,7 @@ One module per subject, every public name re-exported here, so callers say
 - ``clients``: a client found or created, its contact details;
 - ``chats``: a chat's life and its messages, transfers, blacklisting;
 - ``panel``: the CRM side panel;
+- ``labels``: the list of labels and a chat's labels;
 - ``calls``: callback requests and a call's progress;
 - ``offline``: offline messages;
 - ``profile``: an agent's online status, settings and maximum of chats;
@@ -67,6 +68,7 @@ from agents.services.clients import (
 )
 from agents.services.errors import InvalidState, NotAllowed, ServiceError
 from agents.services.idle import close_idle_chat, close_idle_chats, due_idle_chats
+from agents.services.labels import create_label, set_chat_labels
 from agents.services.offers import (
     decline_offer,
     lapse_due_offers,
@@ -106,6 +108,7 @@ __all__ = [
     "close_idle_chat",
     "close_idle_chats",
     "confirm_client_email",
+    "create_label",
     "crm_assign_failed",
     "decline_offer",
     "due_idle_chats",
@@ -139,6 +142,7 @@ __all__ = [
     "set_agent_status",
     "set_agent_typing",
     "set_business_hours",
+    "set_chat_labels",
     "set_client_typing",
     "set_crm_panel",
     "set_max_chats",

@@ -13,7 +13,7 @@
   const STREAM_GRACE_MS = 5000;
   const STREAM_EVENTS = [
     "chat.opened", "chat.queued", "chat.returned_to_bot", "chat.accepted", "chat.finished",
-    "chat.transferred", "chat.offered", "chat.offer_ended", "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
+    "chat.transferred", "chat.labelled", "chat.offered", "chat.offer_ended", "message", "message.delivery", "typing", "client.updated", "crm.panel", "call",
     "offline_message", "reset",
   ];
   const TYPING_PAUSE_MS = 3000;
@@ -46,7 +46,8 @@
   const withoutTokens = (html) => html.replace(/name="csrfmiddlewaretoken" value="[^"]*"/g, "");
 
   // Replace a box's HTML (rendered and escaped by the server) only when it
-  // changed, keeping what the agent typed into its fields and the focus.
+  // changed, keeping what the agent typed into its fields, the boxes they
+  // ticked and not sent yet, the disclosures they opened, and the focus.
   function render(box, html) {
     const key = withoutTokens(html);
     if (shown.get(box.id) === key) return;
@@ -55,11 +56,24 @@
     box.querySelectorAll("input[id], textarea[id]").forEach((field) => {
       if (field.value) typed.set(field.id, field.value);
     });
+    const ticked = new Map();
+    box.querySelectorAll('input[type="checkbox"][id]').forEach((field) => {
+      if (field.checked !== field.defaultChecked) ticked.set(field.id, field.checked);
+    });
+    const opened = [...box.querySelectorAll("details[id][open]")].map((details) => details.id);
     const focused = box.contains(document.activeElement) ? document.activeElement.id : "";
     box.innerHTML = html;
     typed.forEach((value, id) => {
       const field = document.getElementById(id);
       if (field && box.contains(field)) field.value = value;
+    });
+    ticked.forEach((checked, id) => {
+      const field = document.getElementById(id);
+      if (field && box.contains(field)) field.checked = checked;
+    });
+    opened.forEach((id) => {
+      const details = document.getElementById(id);
+      if (details && box.contains(details)) details.open = true;
     });
     const refocus = focused && document.getElementById(focused);
     if (refocus) refocus.focus();
@@ -219,6 +233,8 @@
     if (answer.error) { tell(answer.error.message); return; }
     tell(answer.message || "", true);
     form.reset();
+    const disclosure = form.closest("details");  // done: the chips say what it did
+    if (disclosure) disclosure.open = false;
     pollNow();
   });
 

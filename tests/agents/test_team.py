@@ -139,7 +139,9 @@ def test_the_team_is_read_in_a_fixed_number_of_queries(size: int) -> None:
     with CaptureQueriesContext(connection) as queries:
         team = client.get("/api/agent/v1/team").json()
     assert len(team["waiting_for_reply"]) == 2 * size and len(team["agents"]) == size + 1
-    assert len(queries) <= 5, [q["sql"] for q in queries]
+    # The token, the agents, the two lists, the agents of the chats waiting
+    # for a reply and the labels of each list's chats: as many for 6 agents as for 2.
+    assert len(queries) <= 7, [q["sql"] for q in queries]
 
 
 # --- reassign ----------------------------------------------------------------------
