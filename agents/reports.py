@@ -52,6 +52,16 @@ class ReportQuery:
     label_id: int | None = None
     department_id: int | None = None
 
+    @classmethod
+    def of_days(cls, first: date, last: date, zone: ZoneInfo, **narrow: Any) -> ReportQuery:
+        """The days ``first`` to ``last``, both included, on ``zone``'s clock."""
+        return cls(
+            start=_midnight(first, zone),
+            end=_midnight(last + timedelta(days=1), zone),
+            zone=zone,
+            **narrow,
+        )
+
 
 # --- the query, from a request's parameters ---------------------------------
 
@@ -75,10 +85,10 @@ def query_from(*, viewer: Agent, params: Mapping[str, str]) -> ReportQuery:
     channel_ids = tuple(channels.order_by("pk").values_list("pk", flat=True))
     if params.get("channel") and not channel_ids:  # unknown, or not the viewer's: one answer
         raise ServiceError("channel: no such channel")
-    return ReportQuery(
-        start=_midnight(first, zone),
-        end=_midnight(last + timedelta(days=1), zone),
-        zone=zone,
+    return ReportQuery.of_days(
+        first,
+        last,
+        zone,
         channel_ids=channel_ids,
         agent_id=_agent_id(viewer, params.get("agent", "")),
         label_id=_label_id(params.get("label", "")),
@@ -207,7 +217,7 @@ def summary(query: ReportQuery) -> dict[str, Any]:
         "csat_percent": csat_percent(counts["positive"], counts["rated"]),
         "messages": counts["messages"],
         "transfers": counts["transfers"],
-        "offline_messages": _in_range(OfflineMessage.objects, query).count(),
+        "offline_messages": _in_range(OfflineMessage.objects.all(), query).count(),
         "calls": _calls_by_status(query),
     }
 
@@ -310,7 +320,7 @@ def _durations(
     return waits, responses, handles
 
 
-def _in_range(rows: Any, query: ReportQuery) -> Any:
+def _in_range(rows: QuerySet[Any], query: ReportQuery) -> QuerySet[Any]:
     """Offline messages or calls of the query's channels made in its range
     (they belong to no chat: the agent, label and department do not narrow them)."""
     return rows.filter(
@@ -320,7 +330,7 @@ def _in_range(rows: Any, query: ReportQuery) -> Any:
 
 def _calls_by_status(query: ReportQuery) -> dict[str, int]:
     counted = dict(
-        _in_range(Call.objects, query)
+        _in_range(Call.objects.all(), query)
         .order_by()
         .values_list("status")
         .annotate(n=Count("pk"))

@@ -68,13 +68,8 @@ def chat_at(
 def query(
     channel: Channel, first: date, last: date | None = None, zone: str = "UTC", **narrow: Any
 ) -> reports.ReportQuery:
-    tz = ZoneInfo(zone)
-    return reports.ReportQuery(
-        start=reports._midnight(first, tz),
-        end=reports._midnight((last or first) + timedelta(days=1), tz),
-        zone=tz,
-        channel_ids=(channel.pk,),
-        **narrow,
+    return reports.ReportQuery.of_days(
+        first, last or first, ZoneInfo(zone), channel_ids=(channel.pk,), **narrow
     )
 
 
