@@ -106,14 +106,22 @@ def _zone(name: str) -> ZoneInfo:
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
 
+# The years a report may name: a day at the calendar's very ends has no
+# midnight on every zone's clock (year 1 or 9999 overflows a datetime).
+YEARS = range(1970, 3000)
+
+
 def _day(params: Mapping[str, str], name: str) -> date:
     text = params.get(name, "")
     try:
         if not DAY.fullmatch(text):
             raise ValueError(text)
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError as error:  # no date of that shape, or no such day (2026-02-30)
         raise ServiceError(f"{name}: a date as YYYY-MM-DD is required") from error
+    if day.year not in YEARS:
+        raise ServiceError(f"{name}: a year from {YEARS[0]} to {YEARS[-1]}")
+    return day
 
 
 def _midnight(day: date, zone: ZoneInfo) -> datetime:

@@ -169,6 +169,8 @@ def test_the_filters_by_name_and_id(sue: Agent, ann: Agent, channel: Channel) ->
         ("from=2026-02-30&to=2026-03-02", "from: a date as YYYY-MM-DD is required"),
         ("from=20260302&to=2026-03-02", "from: a date as YYYY-MM-DD is required"),
         ("from=2026-03-03&to=2026-03-02", "from: the range starts after it ends (to)"),
+        ("from=9999-12-31&to=9999-12-31", "from: a year from 1970 to 2999"),
+        ("from=2026-03-02&to=0001-01-01", "to: a year from 1970 to 2999"),
         ("from=2025-03-01&to=2026-03-02", "to: a report covers at most 366 days"),
         (f"{DAY}&tz=Mars/Olympus", "tz: no such time zone (an IANA name, e.g. Europe/Berlin)"),
         (f"{DAY}&tz=../../etc/passwd", "tz: no such time zone (an IANA name, e.g. Europe/Berlin)"),
