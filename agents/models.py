@@ -428,12 +428,32 @@ class Chat(models.Model):
     client_typing_until = models.DateTimeField(null=True, blank=True)
     agent_typing_until = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
+    # The last time the chat entered the queue and the last Reply (a transfer
+    # to a department queues it again): what the queue's order and estimate read.
     queued_at = models.DateTimeField(null=True, blank=True)
     accepted_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The reports' facts (docs/reports.md), kept by the verbs as they happen,
+    # so a report reads one row per chat. When the chat entered the queue for
+    # the wait its first Reply ended (null: taken over from the bot unqueued,
+    # or handed back to the bot); the first Reply; the first agent message
+    # and its author; transfers and reassignments; messages the client saw.
+    queue_entered_at = models.DateTimeField(null=True, blank=True)
+    first_accepted_at = models.DateTimeField(null=True, blank=True)
+    first_response_at = models.DateTimeField(null=True, blank=True)
+    first_response_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    transfer_count = models.PositiveIntegerField(default=0)
+    shown_messages = models.PositiveIntegerField(default=0)
+    # Every agent who has held the chat (took it with Reply, or had it
+    # transferred or reassigned to them); ``agents`` holds only who has it now.
+    handlers = models.ManyToManyField(Agent, blank=True, related_name="handled_chats")
 
     class Meta:
         ordering = ["-created"]
+        # The reports read a channel's chats by date (docs/reports.md).
+        indexes = [models.Index(fields=["channel", "created"], name="chat_channel_created_idx")]
         constraints = [
             # A client has at most one open chat; a new one opens after finish.
             models.UniqueConstraint(

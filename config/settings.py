@@ -486,7 +486,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchboard APIs",
     "DESCRIPTION": "The agent API (`/api/agent/v1/`: status, chats, messages, accept, reply, "
-    "typing, notes, transfer, finish; authenticate with `Authorization: Token <key>`) and the "
+    "typing, notes, transfer, finish; the supervisors' team and reports; authenticate with "
+    "`Authorization: Token <key>`) and the "
     "Chat Channel API (A1 and A2, which your chat front end calls at the channel's endpoint "
     "URL, and A3, which the service sends to your endpoint).",
     "POSTPROCESSING_HOOKS": [

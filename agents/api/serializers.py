@@ -258,3 +258,57 @@ class TeamOut(serializers.Serializer[Any]):
 
 class ReassignIn(serializers.Serializer[Any]):
     agent = serializers.IntegerField(min_value=1, help_text="The agent who gets the chat")
+
+
+class SpreadOut(serializers.Serializer[Any]):
+    median = serializers.IntegerField(allow_null=True, help_text="Seconds, nearest rank")
+    p90 = serializers.IntegerField(allow_null=True, help_text="Seconds, nearest rank")
+
+
+class CallsByStatusOut(serializers.Serializer[Any]):
+    start = serializers.IntegerField()
+    agent_connected = serializers.IntegerField()
+    client_connected = serializers.IntegerField()
+    end = serializers.IntegerField()
+    error = serializers.IntegerField()
+
+
+class SummaryOut(serializers.Serializer[Any]):
+    """The figures of docs/reports.md, "Summary"."""
+
+    chats = serializers.IntegerField()
+    answered = serializers.IntegerField()
+    missed = serializers.IntegerField()
+    bot_only = serializers.IntegerField()
+    wait_seconds = SpreadOut()
+    first_response_seconds = SpreadOut()
+    handle_seconds = SpreadOut()
+    rated = serializers.IntegerField()
+    csat_percent = serializers.FloatField(allow_null=True)
+    messages = serializers.IntegerField()
+    transfers = serializers.IntegerField()
+    offline_messages = serializers.IntegerField()
+    calls = CallsByStatusOut()
+
+
+class AgentRowOut(serializers.Serializer[Any]):
+    agent = serializers.IntegerField()
+    name = serializers.CharField()
+    chats = serializers.IntegerField()
+    first_response_seconds = SpreadOut()
+    handle_seconds = SpreadOut()
+    csat_percent = serializers.FloatField(allow_null=True)
+
+
+class AgentsReportOut(serializers.Serializer[Any]):
+    results = AgentRowOut(many=True)
+
+
+class HourOut(serializers.Serializer[Any]):
+    weekday = serializers.IntegerField(help_text="0 = Monday, in the report's time zone")
+    hour = serializers.IntegerField()
+    chats = serializers.IntegerField()
+
+
+class HoursReportOut(serializers.Serializer[Any]):
+    results = HourOut(many=True)

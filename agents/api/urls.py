@@ -10,6 +10,9 @@ urlpatterns = [
     path("offers", views.OfferListView.as_view(), name="offers"),
     path("team", views.TeamView.as_view(), name="team"),
     path("labels", views.LabelListView.as_view(), name="labels"),
+    path("reports/summary", views.SummaryReportView.as_view(), name="report-summary"),
+    path("reports/agents", views.AgentsReportView.as_view(), name="report-agents"),
+    path("reports/hours", views.HoursReportView.as_view(), name="report-hours"),
     path("chats/<int:chat_id>", views.ChatDetailView.as_view(), name="chat"),
     path("chats/<int:chat_id>/messages", views.ChatMessagesView.as_view(), name="messages"),
     path(

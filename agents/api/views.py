@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from datetime import date
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from django.http import Http404, HttpResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents import attachments, selectors, services, transcripts
+from agents import attachments, reports, selectors, services, transcripts
 from agents.api.serializers import (
+    AgentsReportOut,
     CallOut,
     CallProgressIn,
     ChatDetailOut,
     ChatOut,
+    HoursReportOut,
     LabelOut,
     LabelsIn,
     MessageIn,
@@ -27,6 +33,7 @@ from agents.api.serializers import (
     OfflineMessageOut,
     ReassignIn,
     StatusIn,
+    SummaryOut,
     TeamOut,
     TypingIn,
 )
@@ -463,3 +470,98 @@ class OfflineMessageHandledView(AgentView):
             raise Http404 from error
         offline = services.mark_offline_message_handled(offline_message=offline, agent=agent)
         return Response(OfflineMessageOut(offline).data)
+
+
+class ReportFormatNegotiation(DefaultContentNegotiation):
+    """On the reports ``?format=`` is the report's own parameter (json or
+    csv, answered by the view), not DRF's choice of renderer, which would
+    answer 404 for a format it has no renderer for: errors stay JSON."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))  # JSON, the API's one renderer; CSV is the view's
+        return renderer, renderer.media_type
+
+
+REPORT_PARAMETERS = [
+    OpenApiParameter("from", date, required=True, description="The first day, YYYY-MM-DD"),
+    OpenApiParameter("to", date, required=True, description="The last day, included (366 at most)"),
+    OpenApiParameter(
+        "tz", str, description="The days' and hours' time zone (IANA); default the installation's"
+    ),
+    OpenApiParameter("channel", str, description="A channel's public id"),
+    OpenApiParameter("agent", int, description="An agent's id: the chats they held"),
+    OpenApiParameter("label", str, description="A label's name"),
+    OpenApiParameter("department", int, description="A department's id"),
+    OpenApiParameter(
+        "format", str, enum=["json", "csv"], description="csv: text/csv, a header row"
+    ),
+]
+
+
+class ReportView(AgentView):
+    """A report of docs/reports.md as JSON, or with ``?format=csv`` as CSV."""
+
+    content_negotiation_class = ReportFormatNegotiation
+    csv_name = ""
+    header: tuple[str, ...] = ()  # of the CSV when there is no row
+
+    def answer(self, query: reports.ReportQuery) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def get(self, request: Request) -> Response | HttpResponse:
+        params = request.query_params.dict()
+        query = reports.query_from(viewer=self.agent(request), params=params)
+        wanted = params.get("format") or "json"
+        if wanted not in ("json", "csv"):
+            raise services.ServiceError("format: json or csv")
+        answer = self.answer(query)
+        if wanted == "json":
+            return Response(answer)
+        rows = answer.get("results", [answer])
+        csv = HttpResponse(
+            reports.as_csv(rows, self.header), content_type="text/csv; charset=utf-8"
+        )
+        csv["Content-Disposition"] = f'attachment; filename="{self.csv_name}.csv"'
+        return csv
+
+
+def _report_schema(summary: str, out: type[serializers.Serializer[Any]]) -> Callable[[Any], Any]:
+    return extend_schema(
+        parameters=REPORT_PARAMETERS,
+        responses={
+            (200, "application/json"): out,
+            (200, "text/csv"): OpenApiResponse(
+                str, description="format=csv: a header row, then the rows"
+            ),
+        },
+        summary=summary,
+    )
+
+
+@_report_schema("Supervisors: the figures of my channels' chats in a range", SummaryOut)
+class SummaryReportView(ReportView):
+    csv_name = "summary"
+
+    def answer(self, query: reports.ReportQuery) -> dict[str, Any]:
+        return dict(SummaryOut(reports.summary(query)).data)
+
+
+@_report_schema(
+    "Supervisors: each agent's chats, first response, handle time and CSAT", AgentsReportOut
+)
+class AgentsReportView(ReportView):
+    csv_name = "agents"
+    header = reports.AGENT_COLUMNS
+
+    def answer(self, query: reports.ReportQuery) -> dict[str, Any]:
+        return dict(AgentsReportOut({"results": reports.agents(query)}).data)
+
+
+@_report_schema("Supervisors: chats by weekday (0 = Monday) and hour", HoursReportOut)
+class HoursReportView(ReportView):
+    csv_name = "hours"
+
+    def answer(self, query: reports.ReportQuery) -> dict[str, Any]:
+        return dict(HoursReportOut({"results": reports.hours(query)}).data)

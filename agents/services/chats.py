@@ -4,9 +4,11 @@ in, transferred, finished; a blacklisted client's messages kept aside."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agents import events, routing, selectors
@@ -49,6 +51,7 @@ def _open(client: Client, state: str, department: Department | None) -> Chat:
         department=department,
         created=now,
         queued_at=now if state == Chat.State.QUEUED else None,
+        queue_entered_at=now if state == Chat.State.QUEUED else None,
     )
     events.publish(events.ChatOpened(chat_id=chat.pk, state=state, chat=chat))
     offer_chat(chat)
@@ -144,9 +147,12 @@ def _post_client_message(
         external_id=external_id,
     )
     Chat.objects.filter(pk=chat.pk).update(
-        client_typing_until=None, last_message_at=message.created
+        client_typing_until=None,
+        last_message_at=message.created,
+        shown_messages=F("shown_messages") + 1,
     )
     chat.client_typing_until, chat.last_message_at = None, message.created
+    chat.shown_messages += 1
     events.publish(
         events.MessagePosted(
             chat_id=chat.pk, message_id=message.pk, author=message.author, message=message
@@ -213,7 +219,9 @@ def queue_chat(*, chat: Chat, reason: str) -> Chat:
         raise InvalidState(f"only a chat with the bot can be queued, this one is {chat.state}")
     chat.state = Chat.State.QUEUED
     chat.queued_at = timezone.now()
-    chat.save(update_fields=["state", "queued_at"])
+    if chat.first_accepted_at is None:  # the wait the reports measure starts
+        chat.queue_entered_at = chat.queued_at
+    chat.save(update_fields=["state", "queued_at", "queue_entered_at"])
     events.publish(events.ChatQueued(chat_id=chat.pk, reason=reason))
     offer_chat(chat)
     return chat
@@ -228,7 +236,9 @@ def return_chat_to_bot(*, chat: Chat, reason: str) -> Chat:
     end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
     chat.state = Chat.State.BOT
     chat.queued_at = None
-    chat.save(update_fields=["state", "queued_at"])
+    if chat.first_accepted_at is None:  # no wait: the bot has the chat again
+        chat.queue_entered_at = None
+    chat.save(update_fields=["state", "queued_at", "queue_entered_at"])
     events.publish(events.ChatReturnedToBot(chat_id=chat.pk, reason=reason))
     return chat
 
@@ -246,8 +256,10 @@ def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
     end_offer(chat, taken or ChatOffer.Outcome.WITHDRAWN)
     chat.state = Chat.State.ACTIVE
     chat.accepted_at = timezone.now()
-    chat.save(update_fields=["state", "accepted_at"])
+    chat.first_accepted_at = chat.first_accepted_at or chat.accepted_at
+    chat.save(update_fields=["state", "accepted_at", "first_accepted_at"])
     chat.agents.add(agent)
+    chat.handlers.add(agent)
     events.publish(events.ChatAccepted(chat_id=chat.pk, agent_id=agent.pk))
     return chat
 
@@ -264,12 +276,31 @@ def _post(
         text=content.text,
         payload=content.payload,
     )
-    Chat.objects.filter(pk=chat.pk).update(last_message_at=message.created)
+    Chat.objects.filter(pk=chat.pk).update(**_facts_of(chat, message))
     chat.last_message_at = message.created
     events.publish(
         events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author, message=message)
     )
     return message
+
+
+def _facts_of(chat: Chat, message: Message) -> dict[str, Any]:
+    """What ``message`` changes of its chat's row, written in the one UPDATE
+    of each post: the last message's time, and the reports' facts (the
+    messages the client saw, the first agent message; docs/reports.md).
+    ``chat`` was read under its lock, so its first answer is as committed."""
+    facts: dict[str, Any] = {"last_message_at": message.created}
+    if message.author in SHOWN_AUTHORS:
+        facts["shown_messages"] = F("shown_messages") + 1
+        chat.shown_messages += 1
+    if message.author == Message.Author.AGENT and chat.first_response_at is None:
+        chat.first_response_at, chat.first_response_agent_id = message.created, message.agent_id
+        facts.update(first_response_at=message.created, first_response_agent_id=message.agent_id)
+    return facts
+
+
+# The messages the client saw: the reports count these (notes and system lines are the agents').
+SHOWN_AUTHORS = (Message.Author.CLIENT, Message.Author.AGENT, Message.Author.BOT)
 
 
 @transaction.atomic
@@ -357,6 +388,7 @@ def transfer_chat(
         if not colleague.is_online:
             raise ServiceError(f"{colleague.name} is offline: choose an online agent")
         chat.agents.set([to_agent])
+        chat.handlers.add(to_agent)
         told = f"{agent.name} transferred the chat to {to_agent.name}."
     else:
         assert department is not None
@@ -366,11 +398,12 @@ def transfer_chat(
         chat.department = department
         told = f"{agent.name} transferred the chat to the {department.name} department."
     chat.transferred_at, chat.transferred_by, chat.transfer_note = now, agent, note
+    chat.transfer_count += 1
     chat.agent_typing_until = None
     chat.save(
         update_fields=[
             "state", "queued_at", "department", "transferred_at", "transferred_by",
-            "transfer_note", "agent_typing_until",
+            "transfer_note", "transfer_count", "agent_typing_until",
         ]
     )  # fmt: skip
     # The system note names its agent: chat_finished's ``agents`` still lists
@@ -417,11 +450,16 @@ def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
     if [agent.pk for agent in previous] == [colleague.pk]:
         raise ServiceError(f"the chat is {colleague.name}'s already")
     chat.agents.set([colleague])
+    chat.handlers.add(colleague)
     chat.transferred_at, chat.transferred_by, chat.transfer_note = timezone.now(), by, ""
+    chat.transfer_count += 1
     chat.agent_typing_until = None
     chat.save(
-        update_fields=["transferred_at", "transferred_by", "transfer_note", "agent_typing_until"]
-    )
+        update_fields=[
+            "transferred_at", "transferred_by", "transfer_note", "transfer_count",
+            "agent_typing_until",
+        ]
+    )  # fmt: skip
     names = ", ".join(agent.name for agent in previous) or "nobody"
     told = f"{by.name} reassigned the chat from {names} to {colleague.name}."
     # Signed by the agent it leaves, as a transfer's note is: chat_finished's

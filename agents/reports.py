@@ -1,0 +1,379 @@
+"""The reports (docs/reports.md): reads over the facts each chat keeps of
+itself, one function per report. Each takes a ``ReportQuery`` and answers
+plain dicts and lists, which the agent API, its CSV and the reports page
+share. Every figure is defined once, in docs/reports.md."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from datetime import time as datetime_time
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.db.models import (
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Q,
+    QuerySet,
+    Sum,
+)
+from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
+
+from agents import selectors
+from agents.api.parsers import id_from
+from agents.models import Agent, Call, Chat, Department, Label, OfflineMessage
+from agents.services.errors import NotAllowed, ServiceError
+
+MAX_DAYS = 366  # the longest range a report reads: a year, a leap day included
+
+
+@dataclass(frozen=True)
+class ReportQuery:
+    """What a report reads: the chats created from ``start`` (a local
+    midnight, included) to ``end`` (the midnight after the last day,
+    excluded) in ``zone``, on the channels ``channel_ids`` (those the viewer
+    sees, or the one chosen), narrowed to an agent's, a label's or a
+    department's chats when given."""
+
+    start: datetime
+    end: datetime
+    zone: ZoneInfo
+    channel_ids: tuple[int, ...]
+    agent_id: int | None = None
+    label_id: int | None = None
+    department_id: int | None = None
+
+    @classmethod
+    def of_days(cls, first: date, last: date, zone: ZoneInfo, **narrow: Any) -> ReportQuery:
+        """The days ``first`` to ``last``, both included, on ``zone``'s clock."""
+        return cls(
+            start=_midnight(first, zone),
+            end=_midnight(last + timedelta(days=1), zone),
+            zone=zone,
+            **narrow,
+        )
+
+
+# --- the query, from a request's parameters ---------------------------------
+
+
+def query_from(*, viewer: Agent, params: Mapping[str, str]) -> ReportQuery:
+    """The report ``viewer`` asks for with ``params`` (``from``, ``to``,
+    ``tz``, ``channel``, ``agent``, ``label``, ``department``; the API's and
+    the page's). Raises ``NotAllowed`` for an agent who is no supervisor and
+    ``ServiceError`` naming the parameter it cannot read."""
+    if not viewer.supervises:
+        raise NotAllowed("the reports are for supervisors and admins")
+    zone = _zone(params.get("tz") or settings.TIME_ZONE)
+    first, last = _day(params, "from"), _day(params, "to")
+    if first > last:
+        raise ServiceError("from: the range starts after it ends (to)")
+    if (last - first).days + 1 > MAX_DAYS:
+        raise ServiceError(f"to: a report covers at most {MAX_DAYS} days")
+    channels = selectors.visible_channels(viewer)
+    if params.get("channel"):
+        channels = channels.filter(public_id=params["channel"])
+    channel_ids = tuple(channels.order_by("pk").values_list("pk", flat=True))
+    if params.get("channel") and not channel_ids:  # unknown, or not the viewer's: one answer
+        raise ServiceError("channel: no such channel")
+    return ReportQuery.of_days(
+        first,
+        last,
+        zone,
+        channel_ids=channel_ids,
+        agent_id=_agent_id(viewer, params.get("agent", "")),
+        label_id=_label_id(params.get("label", "")),
+        department_id=_department_id(params.get("department", "")),
+    )
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as error:  # ValueError: a path, not a name
+        raise ServiceError("tz: no such time zone (an IANA name, e.g. Europe/Berlin)") from error
+
+
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+
+
+# The years a report may name: a day at the calendar's very ends has no
+# midnight on every zone's clock (year 1 or 9999 overflows a datetime).
+YEARS = range(1970, 3000)
+
+
+def _day(params: Mapping[str, str], name: str) -> date:
+    text = params.get(name, "")
+    try:
+        if not DAY.fullmatch(text):
+            raise ValueError(text)
+        day = date.fromisoformat(text)
+    except ValueError as error:  # no date of that shape, or no such day (2026-02-30)
+        raise ServiceError(f"{name}: a date as YYYY-MM-DD is required") from error
+    if day.year not in YEARS:
+        raise ServiceError(f"{name}: a year from {YEARS[0]} to {YEARS[-1]}")
+    return day
+
+
+def _midnight(day: date, zone: ZoneInfo) -> datetime:
+    """The start of ``day`` in ``zone`` (where a zone skips midnight, the
+    first instant of the day it has)."""
+    local = datetime.combine(day, datetime_time(0), tzinfo=zone)
+    return local.astimezone(ZoneInfo("UTC")).astimezone(zone)
+
+
+def _agent_id(viewer: Agent, text: str) -> int | None:
+    """An agent of the viewer's channels (any agent for an admin); another
+    supervisor's agent and an unknown id get one answer."""
+    if not text:
+        return None
+    agents = Agent.objects.filter(pk=id_from(text) or 0)
+    if viewer.role != Agent.Role.ADMIN:
+        agents = agents.filter(channels__in=selectors.visible_channels(viewer))
+    return _found(agents.values_list("pk", flat=True).first(), "agent")
+
+
+def _label_id(name: str) -> int | None:
+    if not name:
+        return None
+    return _found(Label.objects.filter(name=name).values_list("pk", flat=True).first(), "label")
+
+
+def _department_id(text: str) -> int | None:
+    if not text:
+        return None
+    department = Department.objects.filter(pk=id_from(text) or 0)
+    return _found(department.values_list("pk", flat=True).first(), "department")
+
+
+def _found(row_id: int | None, name: str) -> int:
+    if row_id is None:
+        raise ServiceError(f"{name}: no such {name}")
+    return row_id
+
+
+# --- the chats a report reads ------------------------------------------------
+
+# A chat was handed to the agents when it entered the queue (and stayed: not
+# straight back to the bot) or an agent took it over from the bot.
+HANDED = Q(queue_entered_at__isnull=False) | Q(first_accepted_at__isnull=False)
+ENDED_UNANSWERED = Q(state=Chat.State.FINISHED, first_response_at__isnull=True)
+# The clocks of the three durations (docs/reports.md): each starts when the
+# agents were asked for, so the time with a bot is never counted.
+WAIT = ExpressionWrapper(F("first_accepted_at") - F("queue_entered_at"), DurationField())
+FIRST_RESPONSE = ExpressionWrapper(
+    F("first_response_at") - Coalesce("queue_entered_at", "first_accepted_at"), DurationField()
+)
+HANDLE = ExpressionWrapper(F("finished_at") - F("first_accepted_at"), DurationField())
+HELD_HANDLE = ExpressionWrapper(  # the same, read from a handler's row
+    F("chat__finished_at") - F("chat__first_accepted_at"), DurationField()
+)
+
+
+def chats_of(query: ReportQuery) -> QuerySet[Chat]:
+    """The chats a report counts: created in the range on the query's
+    channels, narrowed by its agent (who held the chat), label and department.
+    The finished chats made only to keep a blacklisted client's messages
+    (created finished: nobody saw them) are no conversation and left out."""
+    chats = Chat.objects.filter(
+        channel_id__in=query.channel_ids, created__gte=query.start, created__lt=query.end
+    ).exclude(blacklisted=True, finished_at=F("created"))
+    if query.agent_id is not None:
+        chats = chats.filter(handlers=query.agent_id)
+    if query.label_id is not None:
+        chats = chats.filter(labels=query.label_id)
+    if query.department_id is not None:
+        chats = chats.filter(department_id=query.department_id)
+    return chats.order_by()
+
+
+# --- the reports -------------------------------------------------------------
+
+
+def summary(query: ReportQuery) -> dict[str, Any]:
+    """The figures of the chats in the range (docs/reports.md, "Summary")."""
+    chats = chats_of(query)
+    counts = chats.aggregate(
+        chats=Count("pk"),
+        answered=Count("pk", filter=Q(first_response_at__isnull=False)),
+        missed=Count("pk", filter=ENDED_UNANSWERED & HANDED),
+        bot_only=Count("pk", filter=ENDED_UNANSWERED & ~HANDED),
+        rated=Count("pk", filter=~Q(rating="")),
+        positive=Count("pk", filter=Q(rating=Chat.Rating.POSITIVE)),
+        messages=Sum("shown_messages", default=0),
+        transfers=Sum("transfer_count", default=0),
+    )
+    waits, first_responses, handles = _durations(chats)
+    return {
+        "chats": counts["chats"],
+        "answered": counts["answered"],
+        "missed": counts["missed"],
+        "bot_only": counts["bot_only"],
+        "wait_seconds": spread(waits),
+        "first_response_seconds": spread(first_responses),
+        "handle_seconds": spread(handles),
+        "rated": counts["rated"],
+        "csat_percent": csat_percent(counts["positive"], counts["rated"]),
+        "messages": counts["messages"],
+        "transfers": counts["transfers"],
+        "offline_messages": _in_range(OfflineMessage.objects.all(), query).count(),
+        "calls": _calls_by_status(query),
+    }
+
+
+def agents(query: ReportQuery) -> list[dict[str, Any]]:
+    """A row per agent who held a chat of the range, by name
+    (docs/reports.md, "Per agent")."""
+    chats = chats_of(query)
+    held = Chat.handlers.through.objects.filter(chat__in=chats)
+    first_answers = chats.filter(first_response_agent__isnull=False)
+    if query.agent_id is not None:
+        held = held.filter(agent_id=query.agent_id)
+        first_answers = first_answers.filter(first_response_agent_id=query.agent_id)
+    handles: dict[int, list[timedelta | None]] = defaultdict(list)
+    ratings: dict[int, list[str]] = defaultdict(list)
+    handle = ExpressionWrapper(
+        F("chat__finished_at") - F("chat__first_accepted_at"), DurationField()
+    )
+    for agent_id, duration, rating in held.values_list("agent_id", handle, "chat__rating"):
+        handles[agent_id].append(duration)
+        ratings[agent_id].append(rating)
+    responses: dict[int, list[timedelta | None]] = defaultdict(list)
+    for agent_id, duration in first_answers.values_list("first_response_agent_id", FIRST_RESPONSE):
+        responses[agent_id].append(duration)
+    names = Agent.objects.filter(pk__in=handles).order_by("name", "pk").values_list("pk", "name")
+    return [
+        {
+            "agent": agent_id,
+            "name": name,
+            "chats": len(handles[agent_id]),
+            "first_response_seconds": spread(responses[agent_id]),
+            "handle_seconds": spread(handles[agent_id]),
+            "csat_percent": csat_percent(
+                sum(rating == Chat.Rating.POSITIVE for rating in ratings[agent_id]),
+                sum(rating != "" for rating in ratings[agent_id]),
+            ),
+        }
+        for agent_id, name in names
+    ]
+
+
+def hours(query: ReportQuery) -> list[dict[str, Any]]:
+    """Chats by the weekday (0 = Monday) and hour of their creation in the
+    query's zone: all 168 cells, Monday 0:00 first (docs/reports.md, "Hours")."""
+    cells = (
+        chats_of(query)
+        .annotate(
+            weekday=ExtractIsoWeekDay("created", tzinfo=query.zone),
+            hour=ExtractHour("created", tzinfo=query.zone),
+        )
+        .values_list("weekday", "hour")
+        .annotate(chats=Count("pk"))
+    )
+    counted = {(weekday - 1, hour): n for weekday, hour, n in cells}
+    return [
+        {"weekday": weekday, "hour": hour, "chats": counted.get((weekday, hour), 0)}
+        for weekday in range(7)
+        for hour in range(24)
+    ]
+
+
+# --- the measures' arithmetic ------------------------------------------------
+
+
+def spread(durations: Iterable[timedelta | None]) -> dict[str, int | None]:
+    """The median and the 90th percentile of ``durations`` (Nones skipped),
+    in whole seconds, by the nearest rank; None of both when there is none."""
+    seconds = sorted(
+        max(0, int(duration.total_seconds())) for duration in durations if duration is not None
+    )
+    return {"median": nearest_rank(seconds, 50), "p90": nearest_rank(seconds, 90)}
+
+
+def nearest_rank(ordered: list[int], percent: int) -> int | None:
+    """The ``percent``-th percentile of the ascending ``ordered`` by the
+    nearest rank: the value at rank ceil(percent * n / 100), counted from 1."""
+    if not ordered:
+        return None
+    rank = -(-percent * len(ordered) // 100)
+    return ordered[max(rank, 1) - 1]
+
+
+def csat_percent(positive: int, rated: int) -> float | None:
+    """The share of positive ratings among the rated chats, in per cent to
+    one decimal; None when no chat was rated."""
+    return round(100 * positive / rated, 1) if rated else None
+
+
+def _durations(
+    chats: QuerySet[Chat],
+) -> tuple[list[timedelta | None], list[timedelta | None], list[timedelta | None]]:
+    """The wait, the first response and the handle time of every chat, in
+    one read of one row per chat (None where a chat has none)."""
+    rows = chats.annotate(wait=WAIT, first_response=FIRST_RESPONSE, handle=HANDLE)
+    waits, responses, handles = [], [], []
+    for wait, response, handle in rows.values_list("wait", "first_response", "handle"):
+        waits.append(wait)
+        responses.append(response)
+        handles.append(handle)
+    return waits, responses, handles
+
+
+def _in_range(rows: QuerySet[Any], query: ReportQuery) -> QuerySet[Any]:
+    """Offline messages or calls of the query's channels made in its range
+    (they belong to no chat: the agent, label and department do not narrow them)."""
+    return rows.filter(
+        channel_id__in=query.channel_ids, created__gte=query.start, created__lt=query.end
+    )
+
+
+def _calls_by_status(query: ReportQuery) -> dict[str, int]:
+    counted = dict(
+        _in_range(Call.objects.all(), query)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+    )
+    return {status: counted.get(status, 0) for status in Call.Status.values}
+
+
+# --- CSV -----------------------------------------------------------------------
+
+
+AGENT_COLUMNS = (
+    "agent", "name", "chats", "first_response_seconds_median", "first_response_seconds_p90",
+    "handle_seconds_median", "handle_seconds_p90", "csat_percent",
+)  # fmt: skip
+
+
+def as_csv(rows: Iterable[Mapping[str, Any]], header: Iterable[str] = ()) -> str:
+    """``rows`` as CSV with a header row (``header`` when there is no row);
+    a nested figure is flattened to ``<name>_<part>`` (``wait_seconds_median``),
+    a None is an empty cell."""
+    flat = [_flat(row) for row in rows]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(flat[0].keys() if flat else header)
+    for row in flat:
+        writer.writerow("" if value is None else value for value in row.values())
+    return out.getvalue()
+
+
+def _flat(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{key}_"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
