@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 
-from config.celery import app
 from delivery import services
 from delivery.models import Delivery, DeliveryAttempt, Endpoint
 from tests.delivery.dripper import Dripper
@@ -26,24 +26,20 @@ from tests.worker import Worker, wait_for
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 CAP = 2
-THREADS = 5  # per worker process; two processes
+# Threads per worker process: the session's worker has 8, the second one 2,
+# ten threads in all.
+THREADS = 2
 
 
 @pytest.fixture(scope="module")
 def workers(celery_worker: Worker, django_db_blocker: Any) -> Iterator[list[Worker]]:
-    """Two worker processes with the cap set from the environment, instead of
-    the session's worker."""
-    celery_worker.stop()
-    with django_db_blocker.unblock(), pytest.MonkeyPatch.context() as patch:
-        app.control.purge()
-        patch.setenv("DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT", str(CAP))
-        pair = [Worker(queues="delivery", concurrency=THREADS).start() for _ in range(2)]
-    yield pair
-    for worker in pair:
-        worker.stop()
+    """Two worker processes: the session's and a second on the delivery
+    queue. Both run with the default cap, which is CAP."""
+    assert django_settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT == CAP
     with django_db_blocker.unblock():
-        app.control.purge()
-        celery_worker.start()
+        second = Worker(queues="delivery", concurrency=THREADS).start()
+    yield [celery_worker, second]
+    second.stop()
 
 
 @pytest.fixture(autouse=True)
