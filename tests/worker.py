@@ -65,12 +65,14 @@ class Worker:
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
         log = self.log_path.open("ab")  # a restarted worker adds to the log
+        # ... so it is ready when this start's part of the log says so.
+        started_at = log.tell()
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if b" ready." in self.log_path.read_bytes():
+            if b" ready." in self.log_path.read_bytes()[started_at:]:
                 return self
             if self.process.poll() is not None:
                 break
