@@ -549,6 +549,11 @@ DELIVERY_REDISPATCH_AFTER_SECONDS = 30
 # Retry waits up to this long are Celery countdowns (well under the broker's
 # visibility timeout); longer ones wait in the database for the sweep.
 DELIVERY_MAX_COUNTDOWN_SECONDS = 60
+# The policies' retry spacing (delivery/policies.py) is multiplied by this.
+# 1 in production; the test suite runs with 0.2 so that a failing send's tries
+# do not hold each test for seconds, and one test keeps the real spacing
+# (docs/testing.md).
+DELIVERY_RETRY_SCALE = env.float("DELIVERY_RETRY_SCALE", default=1.0)
 # A Retry-After header is honoured up to this many seconds.
 DELIVERY_MAX_RETRY_AFTER_SECONDS = 3600
 # Tries in flight to one endpoint at once, across every worker process; its

@@ -619,7 +619,8 @@ def _store_outcome(
     if verdict.final or delivery.attempts >= policy.max_attempts:
         _finish_failed(delivery, now, error=error)
         return False
-    next_at = claim.started_at + timedelta(seconds=policy.delay_after(claim.number))
+    delay = policy.delay_after(claim.number) * settings.DELIVERY_RETRY_SCALE
+    next_at = claim.started_at + timedelta(seconds=delay)
     if verdict.retry_after is not None:
         wait = min(verdict.retry_after, settings.DELIVERY_MAX_RETRY_AFTER_SECONDS)
         next_at = max(next_at, now + timedelta(seconds=wait))

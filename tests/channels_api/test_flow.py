@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from agents.models import Agent
@@ -62,7 +63,8 @@ def test_chat_channel_flow(
     }
     wait_for(lambda: last_message(api, chat_id)["delivery"]["status"] == "delivered")
 
-    # The integrator's server fails three times: the agent sees why, after ~9 s.
+    # The integrator's server fails three times: the agent sees why, after
+    # three sends 3 s apart (0.6 s in the suite, tests/settings.py).
     target.script(Reply(500, "down"), Reply(500, "down"), Reply(500, "down"))
     api.post(f"/api/agent/v1/chats/{chat_id}/messages", {"type": "text", "text": "Still there?"})
     target.wait_for(4, timeout=30)
@@ -72,7 +74,8 @@ def test_chat_channel_flow(
     )
     assert "500" in failed["delivery"]["error"]
     assert len(target.received) == 4  # three sends, no more
-    assert all(2.5 <= gap <= 5 for gap in target.gaps()[1:]), target.gaps()
+    spacing = 3 * settings.DELIVERY_RETRY_SCALE
+    assert all(spacing - 0.5 <= gap <= spacing + 2 for gap in target.gaps()[1:]), target.gaps()
 
     # The agent retries; the server is back.
     retry = api.post(f"/api/agent/v1/chats/{chat_id}/messages/{failed['id']}/retry")

@@ -200,8 +200,9 @@ def test_a_success_resets_the_failure_count(target: Target, endpoint: Endpoint) 
 
 
 def test_retry_waits_beyond_a_minute_wait_in_the_database(
-    target: Target, endpoint: Endpoint, django_capture_on_commit_callbacks: Any
+    target: Target, endpoint: Endpoint, django_capture_on_commit_callbacks: Any, settings: Any
 ) -> None:
+    settings.DELIVERY_RETRY_SCALE = 1  # production's spacing (the suite's is shorter)
     target.script(Reply(500), Reply(500))
     delivery = send(endpoint, policy="devhook")
     Delivery.objects.filter(pk=delivery.pk).update(attempts=2)  # as if tries 1, 2 had failed

@@ -7,7 +7,9 @@ server received.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -18,6 +20,26 @@ from tests.delivery.target import Reply, Target, send
 from tests.worker import Worker, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def celery_worker(celery_worker: Worker, django_db_blocker: Any) -> Iterator[Worker]:
+    """The session's worker, restarted with production's retry spacing for
+    this module (the suite's is five times shorter: tests/settings.py)."""
+    with django_db_blocker.unblock():
+        celery_worker.stop()
+        celery_worker.env["DELIVERY_RETRY_SCALE"] = "1"
+        celery_worker.start()
+    yield celery_worker
+    with django_db_blocker.unblock():
+        celery_worker.stop()
+        del celery_worker.env["DELIVERY_RETRY_SCALE"]
+        celery_worker.start()
+
+
+@pytest.fixture(autouse=True)
+def _real_spacing(settings: Any) -> None:
+    settings.DELIVERY_RETRY_SCALE = 1  # this process agrees with the worker
 
 
 def _final(delivery: Delivery, timeout: float = 20) -> Delivery:

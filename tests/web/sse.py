@@ -91,5 +91,5 @@ class Reader:
         sends the hang-up now and wakes the reader."""
         with contextlib.suppress(AttributeError, OSError):
             # urllib3's response -> http.client's -> its buffered socket file.
-            self.response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+            self.response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
         self.response.close()
