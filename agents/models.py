@@ -174,6 +174,28 @@ class ApiToken(models.Model):
         return hashlib.sha256(key.encode()).hexdigest()
 
 
+class OnlineSpan(models.Model):
+    """A stretch of time an agent's switch was online: opened when the
+    status verb turns them online, closed (``ended``) when it turns them
+    offline. The reports' time online reads them (docs/reports.md)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="online_spans")
+    started = models.DateTimeField()
+    ended = models.DateTimeField(null=True, blank=True)  # null: online now
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "started"], name="onlinespan_agent_started_idx")]
+        constraints = [
+            # At most one open span per agent: the verb closes it before another opens.
+            models.UniqueConstraint(
+                fields=["agent"], condition=Q(ended__isnull=True), name="onlinespan_one_open"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"agent {self.agent_id} online from {self.started:%Y-%m-%d %H:%M}"
+
+
 class Channel(models.Model):
     """The base every kind of channel points to (Chat API, website widget, …)."""
 

@@ -10,7 +10,7 @@ import io
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from datetime import time as datetime_time
 from typing import Any
@@ -26,11 +26,21 @@ from django.db.models import (
     QuerySet,
     Sum,
 )
-from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay
+from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay, TruncDate
+from django.utils import timezone
 
 from agents import selectors
 from agents.api.parsers import id_from
-from agents.models import Agent, Call, Chat, Department, Label, OfflineMessage
+from agents.models import (
+    Agent,
+    Call,
+    Channel,
+    Chat,
+    Department,
+    Label,
+    OfflineMessage,
+    OnlineSpan,
+)
 from agents.services.errors import NotAllowed, ServiceError
 
 MAX_DAYS = 366  # the longest range a report reads: a year, a leap day included
@@ -285,6 +295,156 @@ def hours(query: ReportQuery) -> list[dict[str, Any]]:
         for weekday in range(7)
         for hour in range(24)
     ]
+
+
+# --- the reports page's reads (docs/reports.md, "The reports page") ---------
+
+
+def days_of(query: ReportQuery) -> list[date]:
+    """The days of the range on the query's clock, the first to the last."""
+    first, after = (
+        query.start.astimezone(query.zone).date(),
+        query.end.astimezone(query.zone).date(),
+    )
+    return [first + timedelta(days=n) for n in range((after - first).days)]
+
+
+def chats_per_day(query: ReportQuery) -> list[dict[str, Any]]:
+    """Chats by the day of their creation in the query's zone: every day of
+    the range, those without a chat as 0."""
+    counted = dict(
+        chats_of(query)
+        .annotate(day=TruncDate("created", tzinfo=query.zone))
+        .values_list("day")
+        .annotate(chats=Count("pk"))
+        .values_list("day", "chats")
+    )
+    return [{"day": day.isoformat(), "chats": counted.get(day, 0)} for day in days_of(query)]
+
+
+# The first-response buckets: [from, to) in whole seconds; None: no end.
+FIRST_RESPONSE_BUCKETS: tuple[tuple[int, int | None, str], ...] = (
+    (0, 60, "0-1 min"),
+    (60, 300, "1-5 min"),
+    (300, 900, "5-15 min"),
+    (900, 3600, "15-60 min"),
+    (3600, None, "> 1 h"),
+)
+
+
+def first_response_distribution(query: ReportQuery) -> list[dict[str, Any]]:
+    """The answered chats by their first response time in whole seconds,
+    one row per bucket of ``FIRST_RESPONSE_BUCKETS`` (from included, to
+    excluded), every bucket, empty ones as 0."""
+    answered = chats_of(query).filter(first_response_at__isnull=False)
+    seconds = [
+        max(0, int(duration.total_seconds()))
+        for duration in answered.values_list(FIRST_RESPONSE, flat=True)
+        if duration is not None
+    ]
+    return [
+        {
+            "bucket": label,
+            "from_seconds": low,
+            "to_seconds": high,
+            "chats": sum(low <= n and (high is None or n < high) for n in seconds),
+        }
+        for low, high, label in FIRST_RESPONSE_BUCKETS
+    ]
+
+
+def channels(query: ReportQuery) -> list[dict[str, Any]]:
+    """A row per channel of the query, by name, those without a chat too:
+    chats, answered, missed, first response and CSAT of its chats."""
+    chats = chats_of(query)
+    counted = {
+        row["channel_id"]: row
+        for row in chats.values("channel_id").annotate(
+            chats=Count("pk"),
+            answered=Count("pk", filter=Q(first_response_at__isnull=False)),
+            missed=Count("pk", filter=ENDED_UNANSWERED & HANDED),
+            rated=Count("pk", filter=~Q(rating="")),
+            positive=Count("pk", filter=Q(rating=Chat.Rating.POSITIVE)),
+        )
+    }
+    responses: dict[int, list[timedelta | None]] = defaultdict(list)
+    for channel_id, duration in chats.values_list("channel_id", FIRST_RESPONSE):
+        responses[channel_id].append(duration)
+    named = Channel.objects.filter(pk__in=query.channel_ids).order_by("name", "pk")
+    empty = {"chats": 0, "answered": 0, "missed": 0, "rated": 0, "positive": 0}
+    rows = []
+    for channel_id, public_id, name in named.values_list("pk", "public_id", "name"):
+        count = counted.get(channel_id, empty)
+        rows.append(
+            {
+                "channel": public_id,
+                "name": name,
+                "chats": count["chats"],
+                "answered": count["answered"],
+                "missed": count["missed"],
+                "first_response_seconds": spread(responses[channel_id]),
+                "csat_percent": csat_percent(count["positive"], count["rated"]),
+            }
+        )
+    return rows
+
+
+def previous_period(query: ReportQuery) -> ReportQuery:
+    """The same number of days immediately before the query's first, with
+    its channels and filters."""
+    days = days_of(query)
+    first = days[0] - timedelta(days=len(days))
+    return replace(
+        query,
+        start=_midnight(first, query.zone),
+        end=_midnight(days[0], query.zone),
+    )
+
+
+def change(now: float | None, before: float | None) -> dict[str, float | None]:
+    """The change from ``before`` to ``now``: the difference, now - before,
+    and the percentage, (now - before) / before * 100 to one decimal; the
+    difference is null when either is null, the percentage also when
+    ``before`` is 0."""
+    if now is None or before is None:
+        return {"difference": None, "percent": None}
+    difference = round(now - before, 1)
+    percent = round(100 * (now - before) / before, 1) if before else None
+    return {"difference": difference, "percent": percent}
+
+
+def summary_compared(query: ReportQuery) -> list[dict[str, Any]]:
+    """Every figure of the summary (flattened as in the CSV:
+    ``first_response_seconds_median``) beside the previous period's, with
+    the change: a row per figure."""
+    now, before = _flat(summary(query)), _flat(summary(previous_period(query)))
+    return [
+        {"figure": figure, "now": value, "before": before[figure], **change(value, before[figure])}
+        for figure, value in now.items()
+    ]
+
+
+def time_online(query: ReportQuery, agent_ids: Iterable[int]) -> dict[int, int]:
+    """Each agent's time online in the range, in whole seconds: the overlap
+    of their online spans with it (a span still open ends now). Agents
+    without a span in the range have 0."""
+    ids = list(agent_ids)
+    spans = OnlineSpan.objects.filter(agent_id__in=ids, started__lt=query.end).filter(
+        Q(ended__isnull=True) | Q(ended__gt=query.start)
+    )
+    now = timezone.now()
+    online = dict.fromkeys(ids, 0.0)
+    for agent_id, started, ended in spans.values_list("agent_id", "started", "ended"):
+        overlap = min(ended or now, query.end) - max(started, query.start)
+        online[agent_id] += max(0.0, overlap.total_seconds())
+    return {agent_id: int(seconds) for agent_id, seconds in online.items()}
+
+
+def agents_online(query: ReportQuery) -> list[dict[str, Any]]:
+    """The per-agent report, each row with the agent's ``online_seconds``."""
+    rows = agents(query)
+    online = time_online(query, (row["agent"] for row in rows))
+    return [{**row, "online_seconds": online[row["agent"]]} for row in rows]
 
 
 # --- the measures' arithmetic ------------------------------------------------

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import events, selectors
-from agents.models import MAX_CHATS_LIMIT, Agent
+from agents.models import MAX_CHATS_LIMIT, Agent, OnlineSpan
 from agents.services.errors import NotAllowed, ServiceError
 from agents.services.offers import offer_waiting, withdraw_offers_of
 
@@ -20,8 +20,16 @@ def set_agent_status(*, agent: Agent, online: bool) -> Agent:
     own, so the agent's row is not held while chats are locked."""
     with transaction.atomic():
         # Going online is a sign of life (docs/routing.md, "Presence").
-        seen = {"last_seen_at": timezone.now()} if online else {}
+        now = timezone.now()
+        seen = {"last_seen_at": now} if online else {}
         Agent.objects.filter(pk=agent.pk).update(is_online=online, **seen)
+        # The reports' time online (docs/reports.md): the UPDATE above holds
+        # the agent's row, so two switches of one agent write their spans in turn.
+        open_span = OnlineSpan.objects.filter(agent=agent, ended__isnull=True)
+        if online and not open_span.exists():
+            OnlineSpan.objects.create(agent=agent, started=now)
+        elif not online:
+            open_span.update(ended=now)
         agent.is_online = online
         agent.last_seen_at = seen.get("last_seen_at", agent.last_seen_at)
         events.publish(events.AgentStatusChanged(agent_id=agent.pk, online=online))

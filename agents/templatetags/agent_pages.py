@@ -22,6 +22,20 @@ def markdown_html(payload: object) -> SafeString:
 
 
 @register.filter
+def seconds(value: float | None) -> str:
+    """Whole seconds as people read them: 45 s, 3 min 5 s, 2 h 10 min; — for none."""
+    if value is None:
+        return "—"
+    sign, whole = ("-" if value < 0 else ""), abs(int(value))
+    hours, minutes, rest = whole // 3600, whole // 60 % 60, whole % 60
+    if not hours and not minutes:
+        return f"{sign}{rest} s"
+    if not hours:
+        return f"{sign}{minutes} min" + (f" {rest} s" if rest else "")
+    return f"{sign}{hours} h" + (f" {minutes} min" if minutes else "")
+
+
+@register.filter
 def http_url(value: object) -> bool:
     """Only http(s) links are ever put in an href."""
     return is_http_url(value)

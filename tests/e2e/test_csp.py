@@ -4,6 +4,7 @@ staff; the admin's copy buttons copy and Swagger UI shows its operations."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,6 +118,13 @@ def test_the_agent_pages_run_under_the_policy(browser: Watched, staff: Agent, ch
 
     browser.open("/agent/history/")
     browser.assert_clean("history")
+
+    # The reports page: its charts are SVG drawn by the server, its one script
+    # adds the browser's time zone (a second load).
+    page = browser.open("/agent/reports/")
+    expect(page).to_have_url(re.compile(r"tz="))
+    expect(page.locator("svg.chart[role=img]")).to_have_count(3)
+    browser.assert_clean("reports")
 
 
 def test_the_admin_runs_under_the_policy(
