@@ -270,6 +270,10 @@ def test_a_blacklisted_visitor_is_told_the_chat_is_not_available_and_the_widget_
     alice: Agent,  # noqa: F811
 ) -> None:  # fmt: skip
     errors = watch(page)
+    # The page's timers run on a clock the test can move forward (it runs on
+    # its own meanwhile): the retries the widget no longer makes are looked
+    # for over 6.5 s of its time without waiting them out.
+    page.clock.install()
     page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
     wait_loaded(page)
     page.get_by_test_id("svc-label").click()
@@ -293,7 +297,7 @@ def test_a_blacklisted_visitor_is_told_the_chat_is_not_available_and_the_widget_
     # No more tries: the refusal does not change by asking again (it was
     # retried every 5 s), and opening the window again asks nothing either.
     seen = len(asked)
-    page.wait_for_timeout(6500)
+    page.clock.run_for(6500)
     page.evaluate("svc_api.close(); svc_api.open()")
     expect(page.get_by_test_id("svc-unavailable")).to_be_visible()
     page.wait_for_timeout(500)
