@@ -173,6 +173,7 @@ def seed(*, chats: int, days: int, seed: int = 0, now: datetime | None = None) -
             _write(batch, made)
     with transaction.atomic():
         made["offline_messages"], made["calls"] = _offline_and_calls(rng, cast, days, now, chats)
+    _analyze()
     return {
         **made,
         "days": days,
@@ -435,6 +436,14 @@ def _insert(
             # The names are the models' own, quoted; the values are parameters.
             insert = f"INSERT INTO {table} ({names}) VALUES ({marks})"  # noqa: S608
             cursor.executemany(insert, rows)
+
+
+def _analyze() -> None:
+    """Bring the planner's statistics up to date, as autovacuum would a while
+    after a bulk load: without them PostgreSQL plans the reports for a
+    table of a few rows (nested loops over 100,000 chats, twice the time)."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
 
 
 def _reserve_visitor_numbers(count: int) -> int:
