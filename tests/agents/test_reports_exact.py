@@ -317,9 +317,7 @@ def expected_summary(
             waits.append(chat.first_accepted_at - chat.queue_entered_at)
         if first_word is not None:
             answered += 1
-            asked = chat.queue_entered_at or chat.first_accepted_at
-            assert asked is not None
-            responses.append(first_word.created - asked)
+            responses.append(first_response(raw))
         elif chat.state == "finished":
             missed += handed
             bot_only += not handed
@@ -349,6 +347,13 @@ def expected_summary(
     }
 
 
+def first_response(raw: Raw) -> timedelta:
+    """From the moment the agents were asked for to the first agent message."""
+    asked = raw.chat.queue_entered_at or raw.chat.first_accepted_at
+    assert raw.first_agent_message is not None and asked is not None
+    return raw.first_agent_message.created - asked
+
+
 def expected_agents(rows: list[Raw], agent_id: int = 0) -> list[dict[str, Any]]:
     held, answered_first = defaultdict(list), defaultdict(list)
     for raw in rows:
@@ -363,14 +368,7 @@ def expected_agents(rows: list[Raw], agent_id: int = 0) -> list[dict[str, Any]]:
             "agent": a,
             "name": name,
             "chats": len(held[a]),
-            "first_response_seconds": spread(
-                [
-                    raw.first_agent_message.created
-                    - (raw.chat.queue_entered_at or raw.chat.first_accepted_at)
-                    for raw in answered_first[a]
-                    if raw.first_agent_message is not None
-                ]
-            ),
+            "first_response_seconds": spread([first_response(raw) for raw in answered_first[a]]),
             "handle_seconds": spread(
                 [
                     raw.chat.finished_at - raw.chat.first_accepted_at
