@@ -2,12 +2,15 @@
 request takes over a realistic history, beside a plain ``COUNT(*)`` of the
 chats in its range.
 
-Runs against the configured database (DATABASE_URL; the goal is judged on
-PostgreSQL). When the database holds no chats it is migrated and seeded
-with ``seed_report_data``'s history (CHATS chats over DAYS days); when it
-holds some they are reused as they are, so a second run starts at once
-(an empty database given by DATABASE_URL is seeded once). Without
-DATABASE_URL a fresh SQLite file is seeded at a smaller default scale.
+Runs on PostgreSQL when DATABASE_URL names one (the goal is judged
+there), in a database of its own beside it: DATABASE_URL's name with
+``_reports`` added (kept when it ends so already), created when missing,
+so the other benchmarks' chats never mix in. When that database holds no
+chats it is migrated and seeded with ``seed_report_data``'s history (CHATS
+chats over DAYS days, about two minutes at 100,000); when it holds the
+seed's, they are reused as they are, so a second run starts at once. A
+database with other chats is refused. Without DATABASE_URL a fresh SQLite
+file is seeded at a smaller default scale.
 
 Each request goes through the real API views (URL routing, token
 authentication, DRF, JSON or CSV rendering) with Django's test client, in
@@ -18,7 +21,7 @@ the same range's ``COUNT(*)`` of chats is timed as the reference. Prints
 p50/p95 per endpoint and range, the reference's, and their ratio; exits 1
 when a p95 is over the goal.
 
-    DATABASE_URL=postgres://…/sw_bench_reports .venv/bin/python bench/reports.py \\
+    DATABASE_URL=postgres://…/sw_bench .venv/bin/python bench/reports.py \\
         [--chats 100000] [--days 90] [--runs 10]
 """
 
@@ -56,6 +59,20 @@ def p50_p95(values: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[max(1, -(-95 * len(ordered) // 100)) - 1]
 
 
+def own_database(url: str) -> str:
+    """DATABASE_URL's server, the database ``<name>_reports`` (created when missing)."""
+    import psycopg
+    from psycopg import sql
+
+    base, _, name = url.rpartition("/")
+    name, _, options = name.partition("?")
+    own = name if name.endswith("_reports") else f"{name}_reports"
+    with psycopg.connect(url, autocommit=True) as server:
+        if not server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [own]).fetchone():
+            server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(own)))
+    return f"{base}/{own}" + (f"?{options}" if options else "")
+
+
 def world(chats: int, days: int, env: dict[str, str]) -> dict[str, Any]:
     """The seeded history (made now if the database has no chat); the viewers' keys."""
     manage(env, "migrate", "--noinput")
@@ -69,6 +86,8 @@ def world(chats: int, days: int, env: dict[str, str]) -> dict[str, Any]:
     from agents.tokens import issue_token
 
     held = Chat.objects.count()
+    if held and not Agent.objects.filter(email="report-admin@example.com").exists():
+        sys.exit("the database holds chats seed_report_data did not make: give it one of its own")
     if held:
         print(f"  reusing the {held} chats the database holds (an empty database is seeded)")
     else:
@@ -157,7 +176,10 @@ def main() -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as var:
         env = {**os.environ, "VAR_DIR": var, "LOG_LEVEL": "WARNING"}
-        print(f"Reports at volume: {'PostgreSQL' if postgres else 'SQLite'}, "
+        if postgres:
+            env["DATABASE_URL"] = own_database(env["DATABASE_URL"])
+        where = f"PostgreSQL {env['DATABASE_URL'].rpartition('/')[2]}" if postgres else "SQLite"
+        print(f"Reports at volume: {where}, "
               f"{os.cpu_count()} cores, {args.runs} runs x 2 viewers per cell")  # fmt: skip
         seeded = world(chats, args.days, env)
         print(f"  {seeded['chats']} chats, ranges ending {seeded['last_day']} (UTC)")
