@@ -219,7 +219,7 @@ def _cast() -> Cast:
     for index, (name, kind, bot, _) in enumerate(CHANNELS):
         channel = Channel.objects.filter(name=name, kind=kind).order_by("pk").first()
         channel = channel or Channel.objects.create(name=name, kind=kind)
-        # Every channel has most agents; each supervisor is on two channels.
+        # Everyone but the admin answers three of the four channels.
         on = [a for n, a in enumerate(answering) if (n + index) % 4 != 0]
         channel.agents.add(*on)
         places.append(Place(channel, bot, [a.pk for a in on if a.role == Agent.Role.AGENT]))
