@@ -318,63 +318,84 @@ class _Now(Exception):
     """The chat's next step would come after now: it stays as it is."""
 
 
-def _play(rng: random.Random, cast: Cast, life: Life) -> None:
-    clock = [life.created]
+@dataclass
+class _Clock:
+    """A chat's own clock: each step comes a random while after the last."""
 
-    def later(low: float, high: float) -> datetime:
-        clock[0] += _seconds(rng, low, high)
-        if clock[0] > life.now:
+    rng: random.Random
+    at: datetime
+    now: datetime
+
+    def later(self, low: float, high: float) -> datetime:
+        self.at += _seconds(self.rng, low, high)
+        if self.at > self.now:
             raise _Now
-        return clock[0]
+        return self.at
 
-    agents = life.place.agent_ids
+
+def _play(rng: random.Random, cast: Cast, life: Life) -> None:
+    clock = _Clock(rng, life.created, life.now)
     if life.place.bot:
-        life.state = Chat.State.BOT
-        for _ in range(rng.randint(1, 3)):
-            life.say(later(2, 20), Message.Author.BOT)
-            life.say(later(5, 90), Message.Author.CLIENT)
-        fate = rng.choices(("bot only", "handover", "take over"), (35, 55, 10))[0]
-        if fate == "bot only":
-            life.finish(later(30, 900))
+        if not _with_the_bot(rng, life, clock):
             return
-        if fate == "take over":
-            life.accept(later(10, 300), rng.choice(agents))
-        else:
-            life.queue(later(1, 20))
     else:
         life.queue(life.created)
     if life.state == Chat.State.QUEUED:
         if rng.random() < 0.1:  # the client leaves the queue; the timer finishes it
             if rng.random() < 0.5:
-                life.say(later(20, 200), Message.Author.CLIENT, text="anyone there?")
-            life.finish(later(60, 900))
+                life.say(clock.later(20, 200), Message.Author.CLIENT, text="anyone there?")
+            life.finish(clock.later(60, 900))
             return
-        life.accept(later(2, 2 + min(1800, rng.expovariate(1 / 45))), rng.choice(agents))
+        wait = 2 + min(1800, rng.expovariate(1 / 45))
+        life.accept(clock.later(2, wait), rng.choice(life.place.agent_ids))
     if rng.random() < 0.03:  # taken with Reply, finished without a word
-        life.finish(later(60, 600))
+        life.finish(clock.later(60, 600))
         return
+    _conversation(rng, cast, life, clock)
+    life.finish(clock.later(30, 400))
+
+
+def _with_the_bot(rng: random.Random, life: Life, clock: _Clock) -> bool:
+    """The bot's turns, then: the bot finishes the chat (False), hands it
+    to the queue or an agent takes it over."""
+    life.state = Chat.State.BOT
+    for _ in range(rng.randint(1, 3)):
+        life.say(clock.later(2, 20), Message.Author.BOT)
+        life.say(clock.later(5, 90), Message.Author.CLIENT)
+    fate = rng.choices(("bot only", "handover", "take over"), (35, 55, 10))[0]
+    if fate == "bot only":
+        life.finish(clock.later(30, 900))
+        return False
+    if fate == "take over":
+        life.accept(clock.later(10, 300), rng.choice(life.place.agent_ids))
+    else:
+        life.queue(clock.later(1, 20))
+    return True
+
+
+def _conversation(rng: random.Random, cast: Cast, life: Life, clock: _Clock) -> None:
+    """The agent's answers and the client's messages, a note now and then,
+    and in one chat of eight a transfer to a colleague or a department."""
     holder = life.holders[0]
-    life.say(later(5, 120), Message.Author.AGENT, holder)
+    life.say(clock.later(5, 120), Message.Author.AGENT, holder)
     exchanges = rng.randint(1, 7)
     transfer_after = rng.randrange(exchanges) if rng.random() < 0.12 else None
     for turn in range(exchanges):
-        life.say(later(10, 180), Message.Author.CLIENT)
+        life.say(clock.later(10, 180), Message.Author.CLIENT)
         if rng.random() < 0.05:
-            life.say(later(5, 60), Message.Author.NOTE, holder)
-        life.say(later(10, 150), Message.Author.AGENT, holder)
+            life.say(clock.later(5, 60), Message.Author.NOTE, holder)
+        life.say(clock.later(10, 150), Message.Author.AGENT, holder)
         if turn == transfer_after:
-            others = [a for a in agents if a != holder]
+            others = [a for a in life.place.agent_ids if a != holder]
             if rng.random() < 0.7:
                 before, holder = holder, rng.choice(others)
-                life.transfer(later(5, 60), before, cast.people, agent=holder)
+                life.transfer(clock.later(5, 60), before, cast.people, agent=holder)
             else:
-                life.transfer(
-                    later(5, 60), holder, cast.people, department=rng.choice(cast.departments)
-                )
+                at, department = clock.later(5, 60), rng.choice(cast.departments)
+                life.transfer(at, holder, cast.people, department=department)
                 holder = rng.choice(others)
-                life.accept(later(5, 300), holder)
-            life.say(later(5, 90), Message.Author.AGENT, holder)
-    life.finish(later(30, 400))
+                life.accept(clock.later(5, 300), holder)
+            life.say(clock.later(5, 90), Message.Author.AGENT, holder)
 
 
 # --- writing ---------------------------------------------------------------------
