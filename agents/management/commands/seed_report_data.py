@@ -18,7 +18,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--chats", type=int, default=100_000)
         parser.add_argument("--days", type=int, default=90)
-        parser.add_argument("--seed", type=int, default=0, help="the same seed, the same history")
+        parser.add_argument(
+            "--seed", type=int, default=0, help="the same seed, the same history (ending now)"
+        )
         parser.add_argument(
             "--yes", action="store_true", help="add to a database with chats, or with DEBUG off"
         )
