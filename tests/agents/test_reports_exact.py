@@ -97,8 +97,9 @@ def _verb_chats(clock: Clock, world: World, start: datetime) -> None:
     ann, bob, cyd, sue = world.ann, world.bob, world.cyd, world.sue
     client = ClientFactory.create(channel=world.channel)
 
-    # 21:50 UTC: Berlin's 22:50 or 23:50, Los Angeles' afternoon. Answered,
-    # transferred to Bob, reassigned to Cyd, finished past every midnight.
+    # 21:50 UTC: Berlin's 22:50 (winter) or 23:50 (summer), Los Angeles'
+    # afternoon. Answered, transferred to Bob, reassigned to Cyd, finished
+    # 75 minutes later: after Berlin's midnight, the day after it opened.
     clock.to(start + timedelta(hours=1, minutes=50, seconds=0.4))
     chat = services.post_client_message(client=client, content=text("hello")).chat
     clock.tick(37.6)
