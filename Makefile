@@ -105,6 +105,7 @@ bench: $(STAMP)
 	$(PY) bench/delivery_isolation.py
 	$(PY) bench/live_streams.py
 	$(PY) bench/routing.py
+	$(PY) bench/reports.py
 
 clean:
 	rm -rf var/test var/broker var/cache
