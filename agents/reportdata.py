@@ -43,7 +43,7 @@ from agents.services.chats import SHOWN_AUTHORS
 from agents.services.clients import VISITOR_COUNTER
 
 BATCH = 2000  # chats written per transaction
-ROWS_PER_INSERT = 4000  # PostgreSQL takes at most 65,535 parameters a statement
+ROWS_PER_INSERT = 2 * BATCH  # rows a bulk INSERT statement carries
 PASSWORD = "switchboard-reports"  # every seeded agent's, hashed once  # noqa: S105
 
 # The channels: name, kind, opens with a bot, share of the chats.
