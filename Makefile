@@ -72,7 +72,7 @@ run: $(STAMP)
 # wait on servers, workers and browsers, so more processes than cores help.
 # Each has its own test database, VAR_DIR and two Redis databases counted up
 # from REDIS_URL's (docs/testing.md). The 20 slowest tests are listed at the end.
-TEST_PROCESSES ?= 4
+TEST_PROCESSES ?= 3
 test: $(STAMP) chromium
 	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=20
 

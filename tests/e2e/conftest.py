@@ -24,7 +24,7 @@ from tests.web.server import WebServer
 # made by the tests themselves are still synchronous and safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-# Playwright's assertions wait 5 s by default. The suite runs in four
+# Playwright's assertions wait 5 s by default. The suite runs in three
 # processes on two cores, each with a browser, a web process and a worker
 # (docs/testing.md): a page's change can take longer than on a quiet machine,
 # so assertions wait twice that. A change that never comes still fails.
