@@ -22,8 +22,8 @@ from django.db import transaction
 
 from agents import accounts
 from agents.canned import save_reply
-from agents.models import Agent, CannedReply, Channel
-from agents.services import set_agent_status
+from agents.models import Agent, CannedReply, Channel, Label
+from agents.services import create_label, set_agent_status
 from agents.tokens import agent_for_key, issue_token
 
 Seeder = Callable[[list[Agent]], list[dict[str, Any]]]
@@ -59,6 +59,10 @@ CANNED_REPLIES = {
     "wait": "Thanks for waiting, {{client.name}}. Let me check that for you.",
     "bye": "Thanks for writing to {{channel.name}}, {{client.name}}. Have a good day!",
 }
+
+
+# The labels agents put on the demo's chats (docs/agent-pages.md, "Labels").
+LABELS = {"billing": "#1f77b4", "bug": "#d62728", "feedback": "#2ca02c"}
 
 
 def register(seeder: Seeder) -> None:
@@ -129,6 +133,15 @@ def _canned_replies(admin: Agent) -> None:
             save_reply(agent=admin, shortcut=shortcut, text=text, shared=True)
 
 
+def _labels() -> None:
+    """The demo's labels; one an admin renamed or took away meanwhile stays
+    so: only a missing name is added again."""
+    have = {name.lower() for name in Label.objects.values_list("name", flat=True)}
+    for name, colour in LABELS.items():
+        if name not in have:
+            create_label(name=name, colour=colour)
+
+
 @transaction.atomic
 def seed() -> dict[str, Any]:
     """Create (or refresh) the demo admin, agents and channels; say what they are."""
@@ -136,6 +149,7 @@ def seed() -> dict[str, Any]:
     agents = [_agent(spec) for spec in AGENTS]
     set_agent_status(agent=agents[0], online=True)
     _canned_replies(admin)
+    _labels()
     channels: list[dict[str, Any]] = []
     for seeder in _seeders:
         channels.extend(seeder(agents))

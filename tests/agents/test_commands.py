@@ -138,3 +138,16 @@ def test_seed_demo_brings_shared_canned_replies_with_variables(settings, tmp_pat
     assert found["replies"][0]["text"] == (
         f"Hi {waiting.client.display_name}, I'm Alice Agent. How can I help?"
     )
+
+
+def test_seed_demo_brings_labels_and_leaves_an_admins_changes(settings, tmp_path) -> None:
+    from agents.models import Label
+
+    settings.VAR_DIR = tmp_path
+    run("seed_demo")
+    assert dict(Label.objects.values_list("name", "colour")) == {
+        "billing": "#1f77b4", "bug": "#d62728", "feedback": "#2ca02c",
+    }  # fmt: skip
+    Label.objects.filter(name="bug").update(name="Bug", colour="#000000")
+    run("seed_demo")  # the admin's rename stays; none is added twice
+    assert sorted(Label.objects.values_list("name", flat=True)) == ["Bug", "billing", "feedback"]
