@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings as conf
+from django.core.management import call_command
 from django.test import Client as Browser
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -346,3 +348,16 @@ def test_entries_older_than_the_retention_are_forgotten(settings: Any) -> None:
 
     assert list(AuditEntry.objects.all()) == [kept]
     assert not AuditEntry.objects.filter(pk=old.pk).exists()
+
+
+def test_create_agent_is_recorded_as_the_command_lines_without_the_key() -> None:
+    out = io.StringIO()
+    call_command("create_agent", "--email", "cy@example.com", "--name", "Cy", stdout=out)
+    key = json.loads(out.getvalue())["token"]
+
+    cy = Agent.objects.get(email="cy@example.com")
+    [created], [issued] = entries("agent.created"), entries("token.issued")
+    assert (created.actor_label, created.target) == ("command line", audit.of_agent(cy))
+    assert created.detail == {"role": "agent", "max_chats": None}
+    assert (issued.actor, issued.actor_label) == (None, "command line")
+    assert key not in written(issued)
