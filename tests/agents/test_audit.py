@@ -22,9 +22,11 @@ from agents.models import Agent, AuditEntry, Channel, Chat
 from agents.pages.settings import NEW_TOKEN
 from agents.tasks import forget_old_audit_entries
 from agents.tokens import issue_token
+from bots import services as bots
 from channels_api import services as chat_apis
 from channels_api.models import ChatApiChannel
 from devhooks.webhooks.services import set_developer_webhook
+from tests.bots.conftest import TOKEN as BOT_TOKEN
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 
 pytestmark = pytest.mark.django_db
@@ -361,3 +363,18 @@ def test_create_agent_is_recorded_as_the_command_lines_without_the_key() -> None
     assert created.detail == {"role": "agent", "max_chats": None}
     assert (issued.actor, issued.actor_label) == (None, "command line")
     assert key not in written(issued)
+
+
+def test_a_bots_signing_secret_rotation_is_recorded_without_it() -> None:
+    sue = AgentFactory.create(role=Agent.Role.ADMIN)
+    channel = ChannelFactory.create()
+    provider = bots.create_bot_provider(name="Acme bots", endpoint_url="http://127.0.0.1:9/bot")
+    attachment, first = bots.attach_bot(channel=channel, provider=provider, token=BOT_TOKEN)
+
+    second = bots.rotate_signing_secret(attachment=attachment, by=sue)
+
+    [entry] = entries("channel.secret_rotated")
+    assert (entry.actor, entry.target) == (sue, audit.of_channel(channel))
+    assert entry.detail == {"which": "bot signing secret"}
+    assert first not in written(entry) and second not in written(entry)
+    assert BOT_TOKEN not in written(entry)
