@@ -10,15 +10,16 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
 from django.db.models import QuerySet
 from django.forms.renderers import BaseRenderer
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents import hours, mail, services, tokens
+from agents import audit, hours, mail, reports, services, tokens
 from agents.models import (
     Agent,
     ApiToken,
+    AuditEntry,
     BlacklistedClient,
     Call,
     CallbackSettings,
@@ -75,6 +76,24 @@ class AgentAdmin(UserAdmin):
             },
         ),
     )
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+        """Saved as Django's admin saves it; a new agent, a new role and a new
+        maximum of chats go to the audit log (docs/security.md)."""
+        super().save_model(request, obj, form, change)
+        target, by = audit.of_agent(obj), audit.actor_of(request)
+        if not change:
+            audit.record(audit.Action.AGENT_CREATED, actor=by, target=target, role=obj.role)
+            return
+        for field, action in (
+            ("role", audit.Action.AGENT_ROLE_CHANGED),
+            ("max_chats", audit.Action.AGENT_CAPACITY_CHANGED),
+        ):
+            if field in form.changed_data:
+                before = form.initial.get(field)
+                audit.record(
+                    action, actor=by, target=target, before=before, after=getattr(obj, field)
+                )
 
 
 @admin.register(Department)
@@ -263,6 +282,18 @@ class ChannelAdmin(admin.ModelAdmin[Channel]):
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
+        # Which settings changed, not their values (an away message is text for clients).
+        changed = [
+            *form.changed_data,
+            *(["callbacks"] if any(f.has_changed() for f in formsets) else []),
+        ]
+        if changed:
+            audit.record(
+                audit.Action.CHANNEL_CHANGED,
+                actor=audit.actor_of(request),
+                target=audit.of_channel(form.instance),
+                fields=",".join(changed),
+            )
         # A new mode acts on the chats waiting now, as the command's does (docs/routing.md).
         if {"routing_mode", "agents"} & set(form.changed_data):
             services.set_routing(channel=form.instance, mode=form.instance.routing_mode)
@@ -396,11 +427,11 @@ class ApiTokenAdmin(ReadOnlyMixin, admin.ModelAdmin[ApiToken]):
         return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
     def delete_model(self, request: HttpRequest, obj: ApiToken) -> None:
-        tokens.revoke_token(agent=obj.agent)
+        tokens.revoke_token(agent=obj.agent, by=audit.actor_of(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.select_related("agent"):
-            tokens.revoke_token(agent=token.agent)
+            tokens.revoke_token(agent=token.agent, by=audit.actor_of(request))
 
 
 @admin.register(Call)
@@ -492,7 +523,7 @@ class BlacklistedClientAdmin(ReadOnlyMixin, admin.ModelAdmin[BlacklistedClient])
     def lift(self, request: HttpRequest, queryset: QuerySet[BlacklistedClient]) -> None:
         lifted = list(queryset)
         for client in lifted:
-            services.lift_blacklist(client=client)
+            services.lift_blacklist(client=client, by=audit.actor_of(request))
         self.message_user(request, f"{len(lifted)} client(s) may write again.")
 
 
@@ -503,3 +534,26 @@ class CannedReplyAdmin(admin.ModelAdmin[CannedReply]):
     list_display = ["shortcut", "owner", "text", "updated"]
     list_filter = [("owner", admin.EmptyFieldListFilter)]
     search_fields = ["shortcut", "text"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditEntry]):
+    """The audit log (docs/security.md, "Audit log"): written by the verbs,
+    read here; nobody adds, changes or deletes an entry (the beat forgets
+    them after AUDIT_RETENTION_DAYS)."""
+
+    list_display = ["at", "actor_label", "action", "target", "ip"]
+    list_filter = ["action", ("at", admin.DateFieldListFilter)]
+    search_fields = ["actor_label", "target", "ip"]
+    date_hierarchy = "at"
+    readonly_fields = ["at", "actor", "actor_label", "action", "target", "ip", "detail"]
+    actions = ["download_csv"]
+
+    @admin.action(description="Download the selected entries as CSV")
+    def download_csv(self, request: HttpRequest, queryset: QuerySet[AuditEntry]) -> HttpResponse:
+        rows = (audit.as_row(entry) for entry in queryset.order_by("-at", "-id"))
+        answer = HttpResponse(
+            reports.as_csv(rows, audit.ROW_FIELDS), content_type="text/csv; charset=utf-8"
+        )
+        answer["Content-Disposition"] = 'attachment; filename="audit.csv"'
+        return answer

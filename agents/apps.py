@@ -6,7 +6,9 @@ class AgentsConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
-        from agents import live, tasks, transcripts
+        from agents import audit, live, tasks, transcripts
+
+        audit.connect()
 
         live.connect()
         tasks.connect()

@@ -878,3 +878,29 @@ class Mail(models.Model):
 
     def __str__(self) -> str:
         return f"mail to {self.to}: {self.subject}"
+
+
+class AuditEntry(models.Model):
+    """Who did what to what, when, from which address (agents/audit.py,
+    docs/security.md "Audit log"). Written once, never changed; never a
+    secret nor message text."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Who it was at the time (an agent's e-mail, "system", "command line"):
+    # kept when the agent row is gone.
+    actor_label = models.CharField(max_length=254, blank=True)
+    action = models.CharField(max_length=64, db_index=True)
+    target = models.CharField(max_length=300, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "audit entry"
+        verbose_name_plural = "audit log"
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_label} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -595,17 +595,31 @@ AGENT_COLUMNS = (
 )  # fmt: skip
 
 
+# A cell a spreadsheet would run as a formula (=, +, -, @; a tab or a
+# carriage return before one): written after a quote, it is text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def as_csv(rows: Iterable[Mapping[str, Any]], header: Iterable[str] = ()) -> str:
     """``rows`` as CSV with a header row (``header`` when there is no row);
     a nested figure is flattened to ``<name>_<part>`` (``wait_seconds_median``),
-    a None is an empty cell."""
+    a None is an empty cell, and text a spreadsheet would take for a formula
+    (an agent named "=HYPERLINK(…)") starts with a quote."""
     flat = [_flat(row) for row in rows]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(flat[0].keys() if flat else header)
     for row in flat:
-        writer.writerow("" if value is None else value for value in row.values())
+        writer.writerow(_cell(value) for value in row.values())
     return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return f"'{value}"
+    return value
 
 
 def _flat(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -9,7 +9,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import accounts, events, idempotency, live, mail, presence, ratelimit, services
+from agents import accounts, audit, events, idempotency, live, mail, presence, ratelimit, services
 from agents.models import Chat
 
 
@@ -44,6 +44,12 @@ def forget_idempotency_keys() -> int:
 def forget_live_events() -> int:
     """Delete live events older than LIVE_REPLAY_MINUTES; returns how many."""
     return live.forget_old_events()
+
+
+@shared_task
+def forget_old_audit_entries() -> int:
+    """Delete audit entries older than AUDIT_RETENTION_DAYS; returns how many."""
+    return audit.forget_old_entries()
 
 
 @shared_task

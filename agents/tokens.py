@@ -8,21 +8,28 @@ import secrets
 
 from django.db import transaction
 
+from agents import audit
 from agents.models import Agent, ApiToken
 
 
 @transaction.atomic
-def issue_token(*, agent: Agent) -> str:
-    """A new key for ``agent``, replacing any earlier one; the key is returned once."""
+def issue_token(*, agent: Agent, by: Agent | str | None = None) -> str:
+    """A new key for ``agent``, replacing any earlier one; the key is returned
+    once. ``by``: who asked (the audit log), by default the agent."""
     key = secrets.token_hex(20)
-    ApiToken.objects.update_or_create(agent=agent, defaults={"key_hash": ApiToken.hash_key(key)})
+    _, created = ApiToken.objects.update_or_create(
+        agent=agent, defaults={"key_hash": ApiToken.hash_key(key)}
+    )
+    action = audit.Action.TOKEN_ISSUED if created else audit.Action.TOKEN_ROTATED
+    audit.record(action, actor=by or agent, target=audit.of_agent(agent))
     return key
 
 
 @transaction.atomic
-def revoke_token(*, agent: Agent) -> None:
+def revoke_token(*, agent: Agent, by: Agent | str | None = None) -> None:
     """The agent's key stops working, its open streams included (docs/live.md)."""
-    ApiToken.objects.filter(agent=agent).delete()
+    if ApiToken.objects.filter(agent=agent).delete()[0]:
+        audit.record(audit.Action.TOKEN_REVOKED, actor=by, target=audit.of_agent(agent))
 
 
 def agent_for_key(key: str) -> Agent | None:

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.template.loader import render_to_string
 
-from agents import addresses, events, mail, ratelimit, selectors
+from agents import addresses, audit, events, mail, ratelimit, selectors
 from agents.content import MEDIA_TYPES, is_http_url
 from agents.live import CLIENT_VISIBLE_AUTHORS
 from agents.models import Agent, Chat, Mail, Message
@@ -147,7 +147,13 @@ def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> 
                 f"you mailed {limit} transcripts in the last hour: try again later"
             )
     subject, text, html = render(chat)
-    return mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
+    queued = mail.queue_mail(to=address, subject=subject, text=text, html=html, chat=chat)
+    if to.strip():
+        # A typed address is the agent's to vouch for: the log says whose.
+        audit.record(
+            audit.Action.TRANSCRIPT_MAILED, actor=agent, target=f"chat {chat.pk}", to=address
+        )
+    return queued
 
 
 def _to_client(chat: Chat, event: events.ChatFinished) -> str:

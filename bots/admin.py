@@ -16,11 +16,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from agents import audit
 from agents.admin import copyable
 from agents.models import Channel
 from bots import services
 from bots.models import BotAttachment, BotProvider
-from delivery import services as delivery
 from delivery.admin import NewSecret, secret_page
 
 _NEW_SECRET = "_bot_new_secret"  # noqa: S105 (a request attribute name)
@@ -194,11 +194,12 @@ class BotAttachmentAdmin(admin.ModelAdmin[BotAttachment]):
     def rotate_secret(
         self, request: HttpRequest, queryset: QuerySet[BotAttachment]
     ) -> HttpResponseRedirect:
+        by = audit.actor_of(request)
         rotated = [
             NewSecret(
                 str(attachment),
                 reverse("admin:bots_botattachment_change", args=[attachment.pk]),
-                delivery.rotate_secret(endpoint=attachment.endpoint),
+                services.rotate_signing_secret(attachment=attachment, by=by),
             )
             for attachment in queryset.select_related("endpoint", "channel", "provider")
         ]

@@ -16,10 +16,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import idempotency
+from agents import audit, idempotency
 from agents import services as chats
 from agents.content import Content
-from agents.models import Channel, Chat, Message
+from agents.models import Agent, Channel, Chat, Message
 from agents.selectors import agents_online
 from bots import payloads, selectors
 from bots.models import BotAttachment, BotEvent, BotProvider, token_hash
@@ -112,6 +112,20 @@ def attach_bot(*, channel: Channel, provider: BotProvider, token: str) -> tuple[
     attachment.save()
     logger.info("bots.attached channel=%s provider=%s", channel.public_id, provider.pk)
     return attachment, secret
+
+
+@transaction.atomic
+def rotate_signing_secret(*, attachment: BotAttachment, by: Agent | str | None = None) -> str:
+    """A new secret signing the attachment's B1 requests (the old one signs
+    too for DELIVERY_SECRET_GRACE_SECONDS); returned once."""
+    secret = delivery.rotate_secret(endpoint=attachment.endpoint)
+    audit.record(
+        audit.Action.CHANNEL_SECRET_ROTATED,
+        actor=by,
+        target=audit.of_channel(attachment.channel),
+        which="bot signing secret",
+    )
+    return secret
 
 
 @transaction.atomic

@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from agents import audit
 from agents.admin import ChannelAgentsField, copyable
 from channels_api import services
 from channels_api.models import ChatApiChannel
-from delivery import services as delivery
 from delivery.admin import ENDPOINT_URL, SIGNING_SECRET, NewSecret, secret_page
 
 _NEW_SECRET = "_chat_api_new_secret"  # noqa: S105 (a request attribute name)
@@ -118,6 +118,7 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
             "chunked": data["chunked"],
             "agents": data["agents"],
             "unique_message_ids": data["unique_message_ids"],
+            "by": audit.actor_of(request),
         }
         if change:
             services.update_chat_api_channel(chat_api=obj, active=data["active"], **options)
@@ -150,7 +151,8 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
         self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
     ) -> HttpResponseRedirect:
         chat_apis = queryset.select_related("endpoint", "channel")
-        rotated = [(c, delivery.rotate_secret(endpoint=c.endpoint)) for c in chat_apis]
+        by = audit.actor_of(request)
+        rotated = [(c, services.rotate_signing_secret(chat_api=c, by=by)) for c in chat_apis]
         return self._shown_once(request, rotated, kind=SIGNING_SECRET)
 
     @admin.action(description="Rotate the endpoint URL (the old URL stops working at once)")
@@ -158,7 +160,10 @@ class ChatApiChannelAdmin(admin.ModelAdmin[ChatApiChannel]):
         self, request: HttpRequest, queryset: QuerySet[ChatApiChannel]
     ) -> HttpResponseRedirect:
         chat_apis = queryset.select_related("channel")
-        rotated = [(c, services.rotate_path_secret(chat_api=c).endpoint_url) for c in chat_apis]
+        by = audit.actor_of(request)
+        rotated = [
+            (c, services.rotate_path_secret(chat_api=c, by=by).endpoint_url) for c in chat_apis
+        ]
         return self._shown_once(request, rotated, kind=ENDPOINT_URL)
 
     def _shown_once(

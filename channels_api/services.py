@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from agents import idempotency
+from agents import audit, idempotency
 from agents import services as chats
 from agents.content import Content
 from agents.models import Agent, Channel, Chat, ClientAddress, Message
@@ -56,8 +56,10 @@ def create_chat_api_channel(
     chunked: bool = False,
     agents: Iterable[Agent] = (),
     unique_message_ids: bool = False,
+    by: Agent | str | None = None,
 ) -> tuple[ChatApiChannel, str]:
-    """A new channel and the signing secret of its A3 requests (shown once)."""
+    """A new channel and the signing secret of its A3 requests (shown once);
+    ``by``: who made it (the audit log)."""
     delivery.validate_endpoint_url(webhook_url)
     channel = Channel.objects.create(name=name, kind=Channel.Kind.CHAT_API)
     channel.agents.set(agents)
@@ -66,6 +68,9 @@ def create_chat_api_channel(
     chat_api.endpoint = endpoint
     chat_api.unique_message_ids = unique_message_ids
     chat_api.save()
+    audit.record(
+        audit.Action.CHANNEL_CREATED, actor=by, target=audit.of_channel(channel), kind=channel.kind
+    )
     logger.info("chat_api.channel_created channel=%s", channel.public_id)
     return chat_api, secret
 
@@ -80,6 +85,7 @@ def update_chat_api_channel(
     active: bool,
     agents: Iterable[Agent],
     unique_message_ids: bool,
+    by: Agent | str | None = None,
 ) -> ChatApiChannel:
     delivery.validate_endpoint_url(webhook_url)
     channel = chat_api.channel
@@ -90,11 +96,20 @@ def update_chat_api_channel(
     chat_api.unique_message_ids = unique_message_ids
     chat_api.save(update_fields=["webhook_url", "unique_message_ids"])
     delivery.update_endpoint(endpoint=chat_api.endpoint, url=chat_api.target_url, chunked=chunked)
+    audit.record(
+        audit.Action.CHANNEL_CHANGED,
+        actor=by,
+        target=audit.of_channel(channel),
+        kind=channel.kind,
+        active=active,
+    )
     return chat_api
 
 
 @transaction.atomic
-def rotate_path_secret(*, chat_api: ChatApiChannel) -> ChatApiChannel:
+def rotate_path_secret(
+    *, chat_api: ChatApiChannel, by: Agent | str | None = None
+) -> ChatApiChannel:
     """A new secret in the channel's endpoint and status URLs (docs/chat-api.md,
     "Rotating the URL"): the old URLs answer 404 from the next request on, with
     no grace period, as a leaked URL is the reason to rotate it."""
@@ -102,8 +117,28 @@ def rotate_path_secret(*, chat_api: ChatApiChannel) -> ChatApiChannel:
     locked.path_secret = new_path_secret()
     locked.save(update_fields=["path_secret"])
     chat_api.path_secret = locked.path_secret
+    audit.record(
+        audit.Action.CHANNEL_SECRET_ROTATED,
+        actor=by,
+        target=audit.of_channel(chat_api.channel),
+        which="endpoint URL",
+    )
     logger.info("chat_api.path_secret_rotated channel=%s", chat_api.channel.public_id)
     return chat_api
+
+
+@transaction.atomic
+def rotate_signing_secret(*, chat_api: ChatApiChannel, by: Agent | str | None = None) -> str:
+    """A new secret signing the channel's A3 requests (the old one signs too
+    for DELIVERY_SECRET_GRACE_SECONDS); returned once."""
+    secret = delivery.rotate_secret(endpoint=chat_api.endpoint)
+    audit.record(
+        audit.Action.CHANNEL_SECRET_ROTATED,
+        actor=by,
+        target=audit.of_channel(chat_api.channel),
+        which="signing secret",
+    )
+    return secret
 
 
 # --- A2: user messages in ---------------------------------------------------

@@ -101,6 +101,8 @@ MIDDLEWARE = [
     # After the CSRF check (a forged form is refused as forged), before any view.
     "config.form_fields.RefuseNulCharacters",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The client's address for the audit log (agents/audit.py).
+    "agents.audit.address_middleware",
     # An agent's page request is a sign of life (docs/routing.md, "Presence").
     "agents.presence.seen_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -341,6 +343,11 @@ CELERY_BEAT_SCHEDULE["move-offers-of-away-agents"] = _every(
 CELERY_BEAT_SCHEDULE["lapse-due-offers"] = _every("agents.tasks.lapse_due_offers", 5.0)
 CELERY_BEAT_SCHEDULE["offer-waiting-to-free-agents"] = _every(
     "agents.tasks.offer_waiting_to_free_agents", 10.0
+)
+# The audit log keeps AUDIT_RETENTION_DAYS (0: for ever; docs/security.md).
+AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=365)
+CELERY_BEAT_SCHEDULE["forget-old-audit-entries"] = _every(
+    "agents.tasks.forget_old_audit_entries", 3600.0
 )
 # Idle chats close by themselves, per channel (docs/routing.md, "Idle chats close").
 CELERY_BEAT_SCHEDULE["close-idle-chats"] = _every("agents.tasks.close_idle_chats", 60.0)

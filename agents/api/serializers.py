@@ -26,6 +26,16 @@ class ClientOut(serializers.Serializer[Any]):
     phone = serializers.CharField()
 
 
+class AuditEntryOut(serializers.Serializer[Any]):
+    """An audit log entry (docs/security.md, "Audit log")."""
+
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(source="actor_label", help_text="e-mail, or system")
+    action = serializers.CharField()
+    target = serializers.CharField()
+    ip = serializers.IPAddressField(allow_null=True)
+
+
 class LabelOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     colour = serializers.CharField(help_text="#rrggbb")

@@ -10,6 +10,7 @@ urlpatterns = [
     path("offers", views.OfferListView.as_view(), name="offers"),
     path("team", views.TeamView.as_view(), name="team"),
     path("labels", views.LabelListView.as_view(), name="labels"),
+    path("audit", views.AuditListView.as_view(), name="audit"),
     path("reports/summary", views.SummaryReportView.as_view(), name="report-summary"),
     path("reports/agents", views.AgentsReportView.as_view(), name="report-agents"),
     path("reports/hours", views.HoursReportView.as_view(), name="report-hours"),

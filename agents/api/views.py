@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from agents import attachments, reports, selectors, services, transcripts
 from agents.api.serializers import (
     AgentsReportOut,
+    AuditEntryOut,
     CallOut,
     CallProgressIn,
     ChatDetailOut,
@@ -37,7 +38,7 @@ from agents.api.serializers import (
     TeamOut,
     TypingIn,
 )
-from agents.models import Agent, Call, Chat, OfflineMessage
+from agents.models import Agent, AuditEntry, Call, Chat, OfflineMessage
 
 
 class ListPagination(PageNumberPagination):
@@ -315,6 +316,28 @@ class TeamView(AgentView):
         return Response(TeamOut(team).data)
 
 
+class AuditListView(AgentListView):
+    class QueryIn(serializers.Serializer[Any]):
+        since = serializers.DateTimeField(
+            required=False, help_text="ISO 8601: entries from then on"
+        )
+
+    @extend_schema(
+        parameters=[QueryIn],
+        responses=AuditEntryOut(many=True),
+        summary="Admins: the audit log, newest first",
+    )
+    def get(self, request: Request) -> Response:
+        if self.agent(request).role != Agent.Role.ADMIN:
+            raise services.NotAllowed("the audit log is for admins")
+        query = self.QueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        entries = AuditEntry.objects.order_by("-at", "-id")
+        if "since" in query.validated_data:
+            entries = entries.filter(at__gte=query.validated_data["since"])
+        return self.page(request, entries, AuditEntryOut)
+
+
 class FinishView(AgentView):
     @extend_schema(request=None, responses=ChatDetailOut, summary="Finish the chat")
     def post(self, request: Request, chat_id: int) -> Response:
@@ -424,7 +447,7 @@ class BlacklistView(AgentView):
     @extend_schema(request=None, responses=ChatDetailOut, summary="Lift the client's blacklist")
     def delete(self, request: Request, chat_id: int) -> Response:
         chat = self.chat(request, chat_id)
-        services.lift_blacklist(client=chat.client)
+        services.lift_blacklist(client=chat.client, by=self.agent(request))
         return Response(ChatDetailOut(chat).data)
 
 

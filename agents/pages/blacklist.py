@@ -28,5 +28,5 @@ def lift(request: HttpRequest, chat_id: int) -> HttpResponse:
     return _act(
         request,
         chat_id,
-        lambda chat, _agent: services.lift_blacklist(client=chat.client),
+        lambda chat, agent: services.lift_blacklist(client=chat.client, by=agent),
     )

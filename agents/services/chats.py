@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import events, routing, selectors
+from agents import audit, events, routing, selectors
 from agents.content import Content
 from agents.models import (
     Agent,
@@ -589,6 +589,13 @@ def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = ""
     )
     chat.blacklisted = True
     chat.save(update_fields=["blacklisted"])
+    # The reason is the agent's text about the client: not written to the log.
+    audit.record(
+        audit.Action.CLIENT_BLACKLISTED,
+        actor=agent,
+        target=audit.of_client(chat.client),
+        chat=chat.pk,
+    )
     events.publish(events.ClientBlacklisted(chat_id=chat.pk, client_id=chat.client_id))
     if chat.is_open:
         return finish_chat(chat=chat)
@@ -601,11 +608,13 @@ def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = ""
 
 
 @transaction.atomic
-def lift_blacklist(*, client: Client) -> Client:
-    """The client may write again: its next message opens a chat as usual."""
+def lift_blacklist(*, client: Client, by: Agent | None = None) -> Client:
+    """The client may write again: its next message opens a chat as usual.
+    ``by``: the agent or admin who lifted it (the audit log)."""
     Client.objects.filter(pk=client.pk).update(
         blacklisted_at=None, blacklist_reason="", blacklisted_by=None
     )
+    audit.record(audit.Action.CLIENT_BLACKLIST_LIFTED, actor=by, target=audit.of_client(client))
     client.refresh_from_db()
     events.publish(events.BlacklistLifted(client_id=client.pk))
     return client

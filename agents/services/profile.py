@@ -7,7 +7,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, selectors
+from agents import audit, events, selectors
 from agents.models import MAX_CHATS_LIMIT, Agent, OnlineSpan
 from agents.services.errors import NotAllowed, ServiceError
 from agents.services.offers import offer_waiting, withdraw_offers_of
@@ -51,6 +51,14 @@ def set_max_chats(*, agent: Agent, by: Agent, max_chats: int | None) -> Agent:
     if max_chats is not None and not 1 <= max_chats <= MAX_CHATS_LIMIT:
         raise ServiceError(f"a number of chats from 1 to {MAX_CHATS_LIMIT}")
     Agent.objects.filter(pk=agent.pk).update(max_chats=max_chats)
+    if agent.max_chats != max_chats:
+        audit.record(
+            audit.Action.AGENT_CAPACITY_CHANGED,
+            actor=by,
+            target=audit.of_agent(agent),
+            before=agent.max_chats,
+            after=max_chats,
+        )
     agent.max_chats = max_chats
     offer_waiting([agent.pk])
     return agent

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from agents import audit
 from delivery.admin import NewSecret, secret_page
 from devhooks.models import EVENTS, IntegrationSettings
 from devhooks.webhooks import services
@@ -129,6 +130,7 @@ class IntegrationSettingsAdmin(admin.ModelAdmin[IntegrationSettings]):
             safe_url=data["safe_url"],
             rotate_secret=data.get("rotate_secret", False),
             active=data["send_events"],
+            by=audit.actor_of(request),
         )
         obj.pk = saved.pk
         setattr(request, _NEW_SECRET, secret)

@@ -3,6 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents import audit
 from devhooks.models import EVENTS
 from devhooks.webhooks.services import DevhookError, set_developer_webhook
 
@@ -42,6 +43,7 @@ class Command(BaseCommand):
                 safe_url_domains=options["safe_url_domain"],
                 safe_url=False if options["no_safe_url"] else None,
                 rotate_secret=options["rotate_secret"],
+                by=audit.COMMAND_LINE,
             )
         except DevhookError as error:
             raise CommandError(error.message) from error

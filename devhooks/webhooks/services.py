@@ -15,8 +15,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from agents import audit
 from agents import services as chats
-from agents.models import Chat
+from agents.models import Agent, Chat
 from delivery import services as delivery
 from delivery.models import Delivery
 from devhooks.models import EVENTS, IntegrationSettings, WebhookDelivery
@@ -83,6 +84,7 @@ def set_developer_webhook(
     safe_url: bool | None = None,
     rotate_secret: bool = False,
     active: bool = True,
+    by: Agent | str | None = None,
 ) -> tuple[IntegrationSettings, str | None]:
     """Point the developer webhooks at ``url``. Returns the settings and the
     signing secret when one was made (first time, or ``rotate_secret``);
@@ -112,6 +114,15 @@ def set_developer_webhook(
     current.safe_url = bool(domains) if safe_url is None else safe_url
     current.updated = timezone.now()
     current.save()
+    # Not the URL: one may carry a credential in its path or query.
+    audit.record(
+        audit.Action.WEBHOOK_CHANGED,
+        actor=by,
+        target="developer webhook",
+        active=active,
+        events=",".join(chosen) or "all",
+        secret_rotated=rotate_secret and secret is not None,
+    )
     logger.info("devhooks.settings_changed events=%s", ",".join(chosen) or "all")
     return current, secret
 

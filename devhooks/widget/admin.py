@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from agents import audit
 from agents.admin import ChannelAgentsField, copyable
 from agents.models import CallbackSettings, Department
 from devhooks.models import WidgetChannel
@@ -204,6 +205,7 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
                 callback=data["callback"],
                 title=data["title"],
                 departments=data["departments"],
+                by=audit.actor_of(request),
             )
             obj.pk, obj.channel, obj.title = made.pk, made.channel, made.title
             obj._state.adding = False
@@ -220,6 +222,13 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
             callback.enabled = data["callback"]
             callback.save()
         obj.save()
+        if change:
+            audit.record(
+                audit.Action.CHANNEL_CHANGED,
+                actor=audit.actor_of(request),
+                target=audit.of_channel(channel),
+                fields=",".join(form.changed_data),
+            )
 
     def response_add(
         self, request: HttpRequest, obj: WidgetChannel, post_url_continue: str | None = None

@@ -3,6 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents import audit
 from devhooks.models import WidgetChannel
 from devhooks.widget.services import WidgetError, create_widget_channel
 
@@ -49,6 +50,7 @@ class Command(BaseCommand):
                 title=options["title"],
                 waiting_text=options["waiting_text"],
                 prechat=dict(item.partition("=")[::2] for item in options["prechat"]),
+                by=audit.COMMAND_LINE,
             )
         except WidgetError as error:
             raise CommandError(error.message) from error

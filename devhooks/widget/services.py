@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 from django.db import transaction
 from django.db.models import Q
 
+from agents import audit
 from agents import services as chats
 from agents.content import Content
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
@@ -57,9 +58,11 @@ def create_widget_channel(
     departments: Iterable[Department] = (),
     waiting_text: str = "",
     prechat: Mapping[str, str] | None = None,
+    by: Agent | str | None = None,
 ) -> WidgetChannel:
     """A widget channel with its agents; ``callback`` takes callback requests
-    every day, all day (the admin narrows the hours)."""
+    every day, all day (the admin narrows the hours). ``by``: who made it
+    (the audit log)."""
     name, title = name.strip(), title.strip()
     if not name or len(name) > 200:
         raise WidgetError("a widget channel needs a name of 1 to 200 characters")
@@ -89,6 +92,9 @@ def create_widget_channel(
         working_days=[1, 2, 3, 4, 5, 6, 7],
         opens_at=time(0, 0),
         closes_at=time(23, 59, 59, 999999),
+    )
+    audit.record(
+        audit.Action.CHANNEL_CREATED, actor=by, target=audit.of_channel(channel), kind=channel.kind
     )
     return widget
 

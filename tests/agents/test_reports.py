@@ -3,7 +3,9 @@ the facts the verbs keep for them."""
 
 from __future__ import annotations
 
+import csv
 import importlib
+import io
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -370,3 +372,11 @@ def test_the_migration_gives_older_chats_their_facts() -> None:
     assert (chat.first_response_at, chat.first_response_agent) == (first.created, ann)
     assert (chat.transfer_count, chat.shown_messages) == (1, 4)
     assert set(chat.handlers.all()) == {ann, bob}
+
+
+def test_csv_cells_a_spreadsheet_would_run_start_with_a_quote() -> None:
+    # An agent may name themselves "=HYPERLINK(…)"; numbers stay numbers.
+    text = reports.as_csv([{"name": "=HYPERLINK(1)", "chats": -1, "other": "+1", "x": "@x"}])
+
+    [row] = list(csv.reader(io.StringIO(text)))[1:]
+    assert row == ["'=HYPERLINK(1)", "-1", "'+1", "'@x"]

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 from django.db import transaction
 
-from agents import accounts
+from agents import accounts, audit
 from agents.models import MAX_CHATS_LIMIT, Agent
 from agents.services import set_agent_status
 from agents.tokens import issue_token
@@ -55,6 +55,13 @@ class Command(BaseCommand):
                 raise CommandError(f"password refused: {error.message}") from error
         if options["online"]:
             set_agent_status(agent=agent, online=True)
-        token = issue_token(agent=agent)
+        audit.record(
+            audit.Action.AGENT_CREATED,
+            actor=audit.COMMAND_LINE,
+            target=audit.of_agent(agent),
+            role=agent.role,
+            max_chats=max_chats,
+        )
+        token = issue_token(agent=agent, by=audit.COMMAND_LINE)
         made = {"id": agent.pk, "email": agent.email, "role": agent.role, "token": token}
         self.stdout.write(json.dumps(made))

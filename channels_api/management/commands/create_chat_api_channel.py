@@ -4,6 +4,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents import audit
 from agents.models import Agent
 from channels_api.services import create_chat_api_channel
 
@@ -38,6 +39,7 @@ class Command(BaseCommand):
                 chunked=options["chunked"],
                 agents=agents,
                 unique_message_ids=options["unique_message_ids"],
+                by=audit.COMMAND_LINE,
             )
         except ValidationError as error:
             raise CommandError("; ".join(error.messages)) from error

@@ -3,6 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents import audit
 from channels_api.models import ChatApiChannel
 from channels_api.services import rotate_path_secret
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         )
         if chat_api is None:
             raise CommandError(f"no Chat API channel with public id {options['channel']!r}")
-        rotated = rotate_path_secret(chat_api=chat_api)
+        rotated = rotate_path_secret(chat_api=chat_api, by=audit.COMMAND_LINE)
         self.stdout.write(
             json.dumps(
                 {
