@@ -13,6 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client as Browser
 
 from agents import attachments, privacy, services
 from agents.models import Agent, Chat, Client, IdempotencyKey, LiveEvent, Mail, Message
@@ -22,7 +23,7 @@ from devhooks.models import IntegrationSettings
 from devhooks.widget.services import create_widget_channel, new_visitor
 from tests.agents.test_calls import callback_settings
 from tests.channels_api.conftest import Integrator
-from tests.factories import text
+from tests.factories import AgentFactory, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -228,3 +229,46 @@ def test_idempotency_keys_are_not_the_clients(chat_api: ChatApiChannel) -> None:
     """Keys carry no link to a client (docs/privacy.md): they are left to
     expire after IDEMPOTENCY_KEY_HOURS."""
     assert [f.name for f in IdempotencyKey._meta.get_fields()] == ["id", "scope", "key", "created"]
+
+
+def test_the_admin_exports_and_erases_after_a_confirmation(
+    chat_api: ChatApiChannel, integrator: Integrator
+) -> None:
+    integrator.say(CLIENT_TEXT, "zq-5", name=NAME)
+    client = Client.objects.get(external_id="zq-5")
+    services.finish_chat(chat=client.chats.get())
+    browser = Browser(enforce_csrf_checks=True)
+    browser.force_login(AgentFactory.create(role="admin"))
+    page = f"/admin/agents/client/{client.pk}/"
+
+    assert "Erase this client" in browser.get(f"{page}change/").content.decode()
+    export = browser.get(f"{page}export/")
+    assert export["Content-Disposition"].startswith("attachment")
+    assert export.json()["name"] == NAME
+    confirm = browser.get(f"{page}erase/")
+    assert "cannot be undone" in confirm.content.decode()
+    assert browser.post(f"{page}erase/").status_code == 403  # no CSRF token
+    assert Client.objects.get(pk=client.pk).name == NAME
+
+    token = confirm.context["csrf_token"]
+    answer = browser.post(f"{page}erase/", {"csrfmiddlewaretoken": str(token)})
+
+    assert answer.status_code == 302
+    client.refresh_from_db()
+    assert client.name == "" and client.erased_at is not None
+    assert "Erase this client" not in browser.get(f"{page}change/").content.decode()
+
+
+def test_an_agent_may_not_export_nor_erase(
+    agent: Agent, chat_api: ChatApiChannel, integrator: Integrator
+) -> None:
+    integrator.say(CLIENT_TEXT, "zq-6", name=NAME)
+    client = Client.objects.get(external_id="zq-6")
+    browser = Browser()
+    browser.force_login(agent)
+
+    for action in ("export", "erase"):
+        answer = browser.get(f"/admin/agents/client/{client.pk}/{action}/")
+        assert answer.status_code == 302 and "/login/" in answer["Location"]
+    assert browser.post(f"/admin/agents/client/{client.pk}/erase/").status_code == 302
+    assert Client.objects.get(pk=client.pk).erased_at is None
