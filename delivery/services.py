@@ -282,9 +282,7 @@ def forget(*, delivery_ids: list[int], reason: str) -> int:
         for delivery in pending.order_by("pk"):
             _finish_dropped(delivery, now, reason=reason)
             dropped += 1
-        Delivery.objects.filter(pk__in=delivery_ids).update(
-            body=FORGOTTEN_BODY, reply_body=None
-        )
+        Delivery.objects.filter(pk__in=delivery_ids).update(body=FORGOTTEN_BODY, reply_body=None)
         DeliveryAttempt.objects.filter(delivery_id__in=delivery_ids).update(
             response_excerpt="", error=""
         )
