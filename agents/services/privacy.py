@@ -17,9 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.core.files.storage import Storage
 from django.db import transaction
-from django.db.models import CharField, Exists, OuterRef, Value
+from django.db.models import CharField, Exists, OuterRef, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
@@ -27,6 +29,7 @@ from agents import events, live
 from agents.models import (
     Agent,
     Attachment,
+    BlacklistedClient,
     Call,
     Channel,
     Chat,
@@ -146,6 +149,7 @@ def _erase_client_rows(client_ids: Sequence[int]) -> None:
         blacklist_reason="",
         erased_at=timezone.now(),
     )
+    _forget_admin_log(ids, [pk for pk, _ in offline])
     for client_id in ids:
         events.publish(
             events.ClientErased(
@@ -154,6 +158,18 @@ def _erase_client_rows(client_ids: Sequence[int]) -> None:
                 offline_message_ids=tuple(pk for pk, owner in offline if owner == client_id),
             )
         )
+
+
+def _forget_admin_log(client_ids: list[int], offline_ids: list[int]) -> None:
+    """The admin's history names a changed row as it was shown (a client's
+    and an offline message's name): the names go, the history stays."""
+    kinds = ContentType.objects.get_for_models(
+        Client, BlacklistedClient, OfflineMessage, for_concrete_models=False
+    )
+    named = Q(content_type=kinds[OfflineMessage], object_id__in=[str(pk) for pk in offline_ids])
+    for model in (Client, BlacklistedClient):
+        named |= Q(content_type=kinds[model], object_id__in=[str(pk) for pk in client_ids])
+    LogEntry.objects.filter(named).update(object_repr=ERASED, change_message="")
 
 
 @transaction.atomic

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -97,6 +98,9 @@ def a_client_who_said_everything(
     )
     services.finish_chat(chat=chat, agent=agent)
     services.rate_chat(chat=chat, rating="positive", comment=COMMENT)
+    LogEntry.objects.log_actions(  # an admin changed the client (the history names it)
+        agent.pk, [client], CHANGE, change_message=f"phone {PHONE}", single_object=True
+    )
     return client
 
 
