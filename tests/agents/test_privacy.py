@@ -137,6 +137,12 @@ def test_an_erased_client_is_nowhere_in_the_database(
     assert not LiveEvent.objects.filter(client_id=client.pk).exclude(kind="access").exists()
     client.refresh_from_db()
     assert client.erased_at is not None and client.external_id == f"erased-{client.pk}"
+    # The agent still opens the chat: anonymous, its messages erased.
+    browser = Browser()
+    browser.force_login(agent)
+    for url in (f"/agent/chats/{chat.pk}/", "/agent/history/"):
+        page = browser.get(url)
+        assert page.status_code == 200 and "kumquat" not in page.content.decode().lower()
 
 
 def test_a_returning_sender_is_a_new_client(
