@@ -4,18 +4,22 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.forms.renderers import BaseRenderer
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents import audit, hours, mail, reports, services, tokens
+from agents import audit, hours, mail, privacy, reports, services, tokens
 from agents.models import (
     Agent,
     ApiToken,
@@ -301,10 +305,77 @@ class ChannelAdmin(admin.ModelAdmin[Channel]):
 
 @admin.register(Client)
 class ClientAdmin(admin.ModelAdmin[Client]):
-    list_display = ["visitor_number", "name", "email", "phone", "channel", "created"]
-    list_filter = ["channel"]
+    """Clients, with their data exported as JSON or erased on request
+    (docs/privacy.md): both are links on a client's page."""
+
+    list_display = ["visitor_number", "name", "email", "phone", "channel", "created", "erased_at"]
+    list_filter = ["channel", ("erased_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "email", "phone", "external_id"]
-    readonly_fields = ["visitor_number", "external_id", "external_id_raw", "created"]
+    readonly_fields = [
+        "visitor_number", "external_id", "external_id_raw", "created", "erased_at", "data",
+    ]  # fmt: skip
+
+    @admin.display(description="the client's data")
+    def data(self, client: Client) -> SafeString | str:
+        if client.pk is None:
+            return ""
+        export = reverse("admin:agents_client_export", args=[client.pk])
+        if client.erased_at is not None:
+            return format_html('<a href="{}">Export data (JSON)</a> · erased', export)
+        erase = reverse("admin:agents_client_erase", args=[client.pk])
+        return format_html(
+            '<a href="{}">Export data (JSON)</a> · <a href="{}">Erase this client</a>',
+            export,
+            erase,
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/export/", wrap(self.export_view), name="agents_client_export"),
+            path("<int:pk>/erase/", wrap(self.erase_view), name="agents_client_erase"),
+            *super().get_urls(),
+        ]
+
+    def export_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        client = get_object_or_404(Client, pk=pk)
+        if not self.has_view_permission(request, client):
+            raise PermissionDenied
+        response = JsonResponse(
+            privacy.export_client(client, by=_agent_of(request)), json_dumps_params={"indent": 2}
+        )
+        name = f"client-{client.visitor_number}.json"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+    def erase_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        client = get_object_or_404(Client, pk=pk)
+        if not self.has_delete_permission(request, client):
+            raise PermissionDenied
+        change = reverse("admin:agents_client_change", args=[client.pk])
+        if request.method == "POST":
+            try:
+                erased = services.erase_client(client=client, by=_agent_of(request))
+            except services.ServiceError as error:
+                self.message_user(request, error.message, level=messages.ERROR)
+            else:
+                self.message_user(
+                    request,
+                    f"Erased: {erased['chats']} chat(s), {erased['messages']} message(s), "
+                    f"{erased['files']} file(s).",
+                )
+            return HttpResponseRedirect(change)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Erase this client",
+            "client": client,
+            "chats": client.chats.count(),
+        }
+        return TemplateResponse(request, "admin/agents/client/erase.html", context)
+
+
+def _agent_of(request: HttpRequest) -> Agent | None:
+    return request.user if isinstance(request.user, Agent) else None
 
 
 class ReadOnlyMixin:

@@ -141,6 +141,27 @@ class BlacklistLifted(Event):
 
 
 @dataclass(frozen=True)
+class ChatsErased(Event):
+    """The texts, files and payloads of these chats were erased
+    (``agents.privacy``: a client's erasure or DATA_RETENTION_DAYS). An app
+    that keeps what it sent about them (outbox bodies) forgets it, and drops
+    what is still pending."""
+
+    chat_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClientErased(Event):
+    """A client's details were erased on request (``agents.privacy``); its
+    chats were erased with ``ChatsErased`` in the same transaction. Its calls'
+    and offline messages' ids say what else was about the client."""
+
+    client_id: int
+    call_ids: tuple[int, ...]
+    offline_message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class MessagePosted(Event):
     """A client, agent, bot or system message was stored in a chat.
 

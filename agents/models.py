@@ -300,6 +300,9 @@ class Client(models.Model):
         "Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created = models.DateTimeField(default=timezone.now)
+    # Erased on request (agents.privacy.erase_client, docs/privacy.md): the
+    # details are blanked and cannot come back; the row stays for the reports.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -471,6 +474,9 @@ class Chat(models.Model):
     # Every agent who has held the chat (took it with Reply, or had it
     # transferred or reassigned to them); ``agents`` holds only who has it now.
     handlers = models.ManyToManyField(Agent, blank=True, related_name="handled_chats")
+    # When the chat's texts, files and payloads were erased (agents.privacy:
+    # its client's erasure or DATA_RETENTION_DAYS); the row and its facts stay.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

@@ -41,6 +41,13 @@ def forget_idempotency_keys() -> int:
 
 
 @shared_task
+def erase_expired_chats() -> dict[str, int]:
+    """Erase chats finished more than DATA_RETENTION_DAYS ago, in short
+    batches (docs/privacy.md, "Retention"); returns what was erased."""
+    return services.erase_expired_chats(days=settings.DATA_RETENTION_DAYS)
+
+
+@shared_task
 def forget_live_events() -> int:
     """Delete live events older than LIVE_REPLAY_MINUTES; returns how many."""
     return live.forget_old_events()

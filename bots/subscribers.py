@@ -18,7 +18,10 @@ from agents.models import Chat, Message
 from bots import services
 from bots.models import BotEvent
 from delivery import handlers
+from delivery import services as delivery
 from delivery.models import Delivery
+
+ERASED = "the client's data was erased"
 
 
 def on_message_posted(event: events.MessagePosted) -> None:
@@ -71,3 +74,12 @@ def connect() -> None:
     events.subscribe(events.ChatAccepted, on_chat_accepted)
     events.subscribe(events.ChatFinished, on_chat_finished)
     handlers.register(services.PURPOSE, on_success=on_delivered, on_failure=on_failed)
+    events.subscribe(events.ChatsErased, on_chats_erased)
+
+
+def on_chats_erased(event: events.ChatsErased) -> None:
+    """The B1 bodies about the erased chats are forgotten, and one not yet
+    sent is dropped (docs/privacy.md)."""
+    found = BotEvent.objects.filter(chat_id__in=event.chat_ids, delivery__isnull=False)
+    ids = [pk for pk in found.values_list("delivery_id", flat=True) if pk is not None]
+    delivery.forget(delivery_ids=ids, reason=ERASED)

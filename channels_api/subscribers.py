@@ -15,6 +15,8 @@ from delivery import handlers
 from delivery import services as delivery
 from delivery.models import Delivery
 
+ERASED = "the client's data was erased"
+
 
 def connect() -> None:
     """Subscribe to the core's events and to delivery results."""
@@ -22,6 +24,15 @@ def connect() -> None:
     events.subscribe(events.MessageRetryRequested, on_retry_requested)
     events.subscribe(events.TypingChanged, on_typing_changed)
     handlers.register(services.MESSAGE_PURPOSE, on_success=on_delivered, on_failure=on_failed)
+    events.subscribe(events.ChatsErased, on_chats_erased)
+
+
+def on_chats_erased(event: events.ChatsErased) -> None:
+    """The A3 bodies that carried the erased chats' messages are forgotten,
+    and one not yet sent is dropped (docs/privacy.md)."""
+    links = MessageDelivery.objects.filter(message__chat_id__in=event.chat_ids)
+    ids = list(links.values_list("delivery_id", flat=True))
+    delivery.forget(delivery_ids=ids, reason=ERASED)
 
 
 def _message(message_id: int) -> Message:

@@ -351,6 +351,8 @@ CELERY_BEAT_SCHEDULE["forget-old-audit-entries"] = _every(
 )
 # Idle chats close by themselves, per channel (docs/routing.md, "Idle chats close").
 CELERY_BEAT_SCHEDULE["close-idle-chats"] = _every("agents.tasks.close_idle_chats", 60.0)
+# The retention rule (docs/privacy.md, "Retention"); nothing while DATA_RETENTION_DAYS is 0.
+CELERY_BEAT_SCHEDULE["erase-expired-chats"] = _every("agents.tasks.erase_expired_chats", 3600.0)
 CELERY_BEAT_SCHEDULE["hand-over-silent-bot-chats"] = _every(
     "bots.tasks.hand_over_silent_chats", 5.0
 )
@@ -400,6 +402,9 @@ AGENT_MAX_CHATS = env.int("AGENT_MAX_CHATS", default=5)
 AGENT_AWAY_MINUTES = env.int("AGENT_AWAY_MINUTES", default=5)
 # Open chats with no message for this long are finished by a periodic task (0: never).
 INACTIVE_CHAT_HOURS = env.int("INACTIVE_CHAT_HOURS", default=24)
+# Chats finished more than this many days ago are erased by the beat
+# (docs/privacy.md, "Retention"); 0 keeps them forever.
+DATA_RETENTION_DAYS = env.int("DATA_RETENTION_DAYS", default=0)
 
 # --- Chat Channel API ------------------------------------------------------
 # Requests per second one channel may make before it is answered 429; one

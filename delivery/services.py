@@ -48,6 +48,7 @@ __all__ = [
     "attempt_delivery",
     "create_endpoint",
     "enqueue",
+    "forget",
     "redeliver",
     "rotate_secret",
     "sweep_overdue",
@@ -258,6 +259,34 @@ def redeliver(*, delivery: Delivery) -> Delivery:
     _log("delivery.redelivered", id=current.pk, endpoint=current.endpoint_id)
     delivery.refresh_from_db()
     return delivery
+
+
+# What an erased delivery's body becomes (docs/privacy.md): valid JSON, so
+# the log and ``Delivery.payload`` still read it.
+FORGOTTEN_BODY = '{"erased": true}'
+
+
+def forget(*, delivery_ids: list[int], reason: str) -> int:
+    """Forget what these deliveries carried (a client's data was erased):
+    a pending one is dropped unsent with ``reason``, and every one's body,
+    reply and tries' answers are blanked. Runs in the caller's transaction;
+    returns how many were dropped."""
+    if not delivery_ids:
+        return 0
+    now = timezone.now()
+    dropped = 0
+    with transaction.atomic():
+        pending = Delivery.objects.select_for_update().filter(
+            pk__in=delivery_ids, status=Status.PENDING
+        )
+        for delivery in pending.order_by("pk"):
+            _finish_dropped(delivery, now, reason=reason)
+            dropped += 1
+        Delivery.objects.filter(pk__in=delivery_ids).update(body=FORGOTTEN_BODY, reply_body=None)
+        DeliveryAttempt.objects.filter(delivery_id__in=delivery_ids).update(
+            response_excerpt="", error=""
+        )
+    return dropped
 
 
 def sweep_overdue(*, limit: int | None = None) -> int:

@@ -13,6 +13,8 @@ One module per subject, every public name re-exported here, so callers say
 - ``labels``: the list of labels and a chat's labels;
 - ``calls``: callback requests and a call's progress;
 - ``offline``: offline messages;
+- ``privacy``: a client's data erased on request, old chats by the
+  retention rule (docs/privacy.md);
 - ``profile``: an agent's online status, settings and maximum of chats;
 - ``offers``: routing by offers (docs/routing.md);
 - ``availability``: a channel's business hours;
@@ -87,6 +89,7 @@ from agents.services.panel import (
     set_crm_panel,
     show_visitor_data,
 )
+from agents.services.privacy import ERASED, client_key, erase_client, erase_expired_chats
 from agents.services.profile import set_agent_status, set_max_chats, update_agent_profile
 
 __all__ = [
@@ -94,6 +97,7 @@ __all__ = [
     "CALLBACK_DISABLED",
     "CALLBACK_UNAVAILABLE",
     "CONTACT_FIELDS",
+    "ERASED",
     "NOTE_LIMIT",
     "OFFLINE_MESSAGE_MAX",
     "PHONE",
@@ -105,6 +109,7 @@ __all__ = [
     "accept_chat",
     "blacklist_client",
     "callback_unavailable_reason",
+    "client_key",
     "close_idle_chat",
     "close_idle_chats",
     "confirm_client_email",
@@ -112,6 +117,8 @@ __all__ = [
     "crm_assign_failed",
     "decline_offer",
     "due_idle_chats",
+    "erase_client",
+    "erase_expired_chats",
     "finish_chat",
     "finish_idle_chat",
     "get_or_create_client",

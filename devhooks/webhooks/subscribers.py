@@ -15,10 +15,13 @@ from agents import events
 from agents import services as chats
 from agents.models import Agent, Call, Chat, OfflineMessage
 from delivery import handlers
+from delivery import services as delivery
 from delivery.models import Delivery
+from devhooks.models import WebhookDelivery
 from devhooks.webhooks import payloads, services
 
 CHAT_FIELDS = ("channel", "client", "department")
+ERASED = "the client's data was erased"
 
 
 def _chat(chat_id: int) -> Chat:
@@ -101,3 +104,24 @@ def connect() -> None:
     events.subscribe(events.CallChanged, on_call_changed)
     events.subscribe(events.OfflineMessageReceived, on_offline_message)
     handlers.register(services.PURPOSE, on_success=on_delivered, on_failure=on_failed)
+    events.subscribe(events.ChatsErased, on_chats_erased)
+    events.subscribe(events.ClientErased, on_client_erased)
+
+
+def on_chats_erased(event: events.ChatsErased) -> None:
+    """The webhook bodies about the erased chats (visitor, messages) are
+    forgotten, and one not yet sent is dropped (docs/privacy.md)."""
+    links = WebhookDelivery.objects.filter(chat_id__in=event.chat_ids)
+    ids = list(links.values_list("delivery_id", flat=True))
+    delivery.forget(delivery_ids=ids, reason=ERASED)
+
+
+def on_client_erased(event: events.ClientErased) -> None:
+    """So are those about the client's calls and offline messages, which are
+    named by their subject (they have no link row)."""
+    subjects = [f"call:{pk}" for pk in event.call_ids]
+    subjects += [f"offline:{pk}" for pk in event.offline_message_ids]
+    if not subjects:
+        return
+    found = Delivery.objects.filter(purpose=services.PURPOSE, subject__in=subjects)
+    delivery.forget(delivery_ids=list(found.values_list("pk", flat=True)), reason=ERASED)
