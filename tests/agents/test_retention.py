@@ -19,8 +19,9 @@ from tests.factories import ChannelFactory, ClientFactory, text
 from tests.web.server import WebServer
 
 # An A2 request answers within this while the sweep runs (it answers in a
-# few milliseconds alone; a batch's transaction lasts well under a second).
-A2_BOUND_SECONDS = 3.0
+# few milliseconds alone; a batch's transaction lasts well under a second;
+# the margin is for a CI machine running browsers beside this test).
+A2_BOUND_SECONDS = 5.0
 
 
 @pytest.mark.django_db
