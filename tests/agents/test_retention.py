@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 import requests
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from agents import reportdata, services, tasks
@@ -22,6 +24,27 @@ from tests.web.server import WebServer
 # few milliseconds alone; a batch's transaction lasts well under a second;
 # the margin is for a CI machine running browsers beside this test).
 A2_BOUND_SECONDS = 5.0
+
+
+@pytest.fixture
+def _no_bloat_left() -> Iterator[None]:
+    """The 10,000 chats leave PostgreSQL's tables a million dead rows after
+    the suite's flush (a DELETE) and statistics of a large history: the
+    tests this process runs next (browsers, on a loaded CI machine) slowed
+    past their waits. The big tables are truncated and analysed instead,
+    before the flush; should a lock stand in the way, the flush still runs."""
+    yield
+    if connection.vendor != "postgresql":
+        return
+    tables = ", ".join(model._meta.db_table for model in (Message, Chat, Client))
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '5s'")
+            cursor.execute(f"TRUNCATE {tables} CASCADE")
+            cursor.execute(f"ANALYZE {tables}")
+            cursor.execute("RESET lock_timeout")
+    except DatabaseError:
+        pass
 
 
 @pytest.mark.django_db
@@ -65,6 +88,7 @@ def test_nothing_is_erased_while_retention_is_off(settings: object) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("_no_bloat_left")
 def test_ten_thousand_chats_are_erased_without_holding_up_a2() -> None:
     reportdata.seed(chats=10_000, days=20, seed=26, now=timezone.now() - timedelta(days=40))
     due = Chat.objects.filter(state=Chat.State.FINISHED).count()
