@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 from agents import services
 from agents.models import Agent, Channel, Chat, ChatOffer
 from channels_api.models import ChatApiChannel
-from tests.e2e.test_workspace import RECORDER, heard, until
+from tests.e2e.test_workspace import RECORDER, heard, may_sound, until
 from tests.factories import AgentFactory, ClientFactory, text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -59,6 +59,7 @@ def test_an_offer_is_declined_to_the_next_agent_who_takes_it_with_reply(
     for page, agent in ((alices, alice), (bobs, bob)):
         services.set_agent_status(agent=agent, online=True)
         sign_in(page, agent)
+    may_sound(alices)
 
     client = ClientFactory.create(channel=chat_api.channel, name="Nina")
     chat = services.post_client_message(client=client, content=text("Is anyone there?")).chat
