@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents import audit, hours, mail, privacy, reports, services, tokens
+from agents import audit, hours, mail, privacy, reports, second_factor, services, tokens
 from agents.models import (
     Agent,
     ApiToken,
@@ -80,6 +80,21 @@ class AgentAdmin(UserAdmin):
             },
         ),
     )
+
+    actions = ["reset_second_factor"]
+
+    @admin.action(description="Reset the selected agents' two-factor sign-in")
+    def reset_second_factor(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        """For a lost phone and lost recovery codes: the agent signs in with
+        the password alone, and sets a second factor up again."""
+        admin_agent = audit.actor_of(request)
+        assert admin_agent is not None  # the admin is for signed-in admins only
+        done = [agent for agent in queryset if second_factor.reset(agent=agent, by=admin_agent)]
+        if done:
+            names = ", ".join(agent.email for agent in done)
+            self.message_user(request, f"Two-factor sign-in reset for {names}.", messages.SUCCESS)
+        else:
+            self.message_user(request, "None of them had two-factor sign-in.", messages.WARNING)
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
         """Saved as Django's admin saves it; a new agent, a new role and a new
