@@ -47,6 +47,16 @@ def app_code(secret: str) -> str:
     return f"{TOTP(b32decode(secret)).token():06d}"
 
 
+def wrong_then_right(page: Page, field: str, button: str, secret: str) -> None:
+    """A mistyped code, refused; then the app's code."""
+    page.get_by_label(field).fill("000000")
+    page.get_by_role("button", name=button).click()
+    expect(page.get_by_text("That code is not right")).to_be_visible()
+    time.sleep(1)  # django-otp's wait after a wrong code
+    page.get_by_label(field).fill(app_code(secret))
+    page.get_by_role("button", name=button).click()
+
+
 def password_step(page: Page, email: str = "alice@example.com") -> None:
     page.goto("/agent/login/")
     page.get_by_label("Email").fill(email)
@@ -77,12 +87,9 @@ def test_two_factor_sign_in_is_set_up_from_the_settings_page(page: Page, alice: 
     assert fits_the_screen(page)
     secret = page.get_by_test_id("second-factor-secret").inner_text().replace(" ", "")
 
-    page.get_by_label("The six-digit code the app shows now").fill("000000")
-    page.get_by_role("button", name="Turn on two-factor sign-in").click()
-    expect(page.get_by_text("That code is not right")).to_be_visible()
-    time.sleep(1)  # django-otp's wait after a wrong code
-    page.get_by_label("The six-digit code the app shows now").fill(app_code(secret))
-    page.get_by_role("button", name="Turn on two-factor sign-in").click()
+    wrong_then_right(
+        page, "The six-digit code the app shows now", "Turn on two-factor sign-in", secret
+    )
 
     expect(page.get_by_text("Two-factor sign-in is on.")).to_be_visible()
     codes = page.get_by_test_id("recovery-codes").locator("li")
@@ -104,12 +111,7 @@ def test_signing_in_with_a_code_from_the_app(laptop: Page, alice: Agent) -> None
     laptop.goto("/agent/settings/")
     expect(laptop.get_by_role("heading", name="Two-factor sign-in")).to_be_visible()
 
-    laptop.get_by_label("Code").fill("000000")
-    laptop.get_by_role("button", name="Verify").click()
-    expect(laptop.get_by_text("That code is not right.")).to_be_visible()
-    time.sleep(1)  # django-otp's wait after a wrong code
-    laptop.get_by_label("Code").fill(app_code(secret))
-    laptop.get_by_role("button", name="Verify").click()
+    wrong_then_right(laptop, "Code", "Verify", secret)
 
     expect(laptop.get_by_role("heading", name="Settings")).to_be_visible()
     assert laptop.url.endswith("/agent/settings/")  # where the agent was going
