@@ -18,6 +18,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from agents import audit, hours, mail, privacy, reports, second_factor, services, tokens
 from agents.models import (
@@ -43,6 +45,10 @@ admin.site.site_header = "Switchboard admin"
 admin.site.site_title = "Switchboard admin"
 admin.site.index_title = "Channels, agents, chats and the delivery log"
 admin.site.unregister(Group)  # agents' rights are their role: groups are unused
+# django-otp's own pages would show an app's key and add devices unaudited:
+# the agents' reset action is the admin's one way to change a second factor.
+admin.site.unregister(TOTPDevice)
+admin.site.unregister(StaticDevice)
 
 ISO_WEEKDAYS = [
     (1, "Monday"),

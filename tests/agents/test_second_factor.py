@@ -284,6 +284,9 @@ def test_an_admin_resets_an_agents_second_factor_and_the_log_says_who() -> None:
     )
     assert b"None of them had two-factor sign-in." in again.content
     assert len(entries("second_factor.disabled")) == 1
+    # django-otp's own device pages (keys, devices added unaudited) are not in the admin.
+    assert admin.get("/admin/otp_totp/totpdevice/").status_code == 404
+    assert admin.get("/admin/otp_static/staticdevice/").status_code == 404
 
 
 # --- turning it off ----------------------------------------------------------------
