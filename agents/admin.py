@@ -18,8 +18,10 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents import audit, hours, mail, privacy, reports, services, tokens
+from agents import audit, hours, mail, privacy, reports, second_factor, services, tokens
 from agents.models import (
     Agent,
     ApiToken,
@@ -43,6 +45,10 @@ admin.site.site_header = "Switchboard admin"
 admin.site.site_title = "Switchboard admin"
 admin.site.index_title = "Channels, agents, chats and the delivery log"
 admin.site.unregister(Group)  # agents' rights are their role: groups are unused
+# django-otp's own pages would show an app's key and add devices unaudited:
+# the agents' reset action is the admin's one way to change a second factor.
+admin.site.unregister(TOTPDevice)
+admin.site.unregister(StaticDevice)
 
 ISO_WEEKDAYS = [
     (1, "Monday"),
@@ -80,6 +86,21 @@ class AgentAdmin(UserAdmin):
             },
         ),
     )
+
+    actions = ["reset_second_factor"]
+
+    @admin.action(description="Reset the selected agents' two-factor sign-in")
+    def reset_second_factor(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        """For a lost phone and lost recovery codes: the agent signs in with
+        the password alone, and sets a second factor up again."""
+        admin_agent = audit.actor_of(request)
+        assert admin_agent is not None  # the admin is for signed-in admins only
+        done = [agent for agent in queryset if second_factor.reset(agent=agent, by=admin_agent)]
+        if done:
+            names = ", ".join(agent.email for agent in done)
+            self.message_user(request, f"Two-factor sign-in reset for {names}.", messages.SUCCESS)
+        else:
+            self.message_user(request, "None of them had two-factor sign-in.", messages.WARNING)
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
         """Saved as Django's admin saves it; a new agent, a new role and a new

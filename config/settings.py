@@ -82,6 +82,10 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    # Two-factor sign-in (agents/second_factor.py): TOTP apps and recovery codes.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "agents",
     "delivery",
     "channels_api",
@@ -101,6 +105,10 @@ MIDDLEWARE = [
     # After the CSRF check (a forged form is refused as forged), before any view.
     "config.form_fields.RefuseNulCharacters",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified(): the session passed the second factor.
+    "django_otp.middleware.OTPMiddleware",
+    # A session owing its second factor reaches only the step that asks for it.
+    "agents.pages.second_factor.second_factor_middleware",
     # The client's address for the audit log (agents/audit.py).
     "agents.audit.address_middleware",
     # An agent's page request is a sign of life (docs/routing.md, "Presence").
@@ -221,6 +229,15 @@ TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # Failures are kept (and shown in the admin, where deleting one unlocks);
 # successful sign-ins are not logged: nothing would ever prune that table.
 AXES_DISABLE_ACCESS_LOG = True
+
+# --- two-factor sign-in (agents/second_factor.py; docs/security.md) --------
+# Who must have a second factor: "off" (nobody; anyone may set one up),
+# "admins", or "everyone". Someone who must and has none is sent to set it up.
+REQUIRE_2FA = env.str("REQUIRE_2FA", default="off")
+if REQUIRE_2FA not in ("off", "admins", "everyone"):
+    raise ImproperlyConfigured(f"REQUIRE_2FA must be off, admins or everyone, not {REQUIRE_2FA!r}")
+# The name authenticator apps show beside the agent's address.
+OTP_TOTP_ISSUER = "Switchboard"
 
 # --- Content-Security-Policy (django-csp) ----------------------------------
 # Every page: scripts and styles from this origin only, never inline. Chat

@@ -1,5 +1,6 @@
-"""The agent's own settings: name, photo, notifications, the password, a
-new API token (docs/agent-pages.md, "Settings" and "Passwords")."""
+"""The agent's own settings: name, photo, notifications, the password,
+two-factor sign-in, a new API token (docs/agent-pages.md, "Settings",
+"Passwords" and "Two-factor sign-in")."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from agents import accounts, ratelimit, services, tokens
+from agents import accounts, ratelimit, second_factor, services, tokens
 from agents.models import Agent, ApiToken
+from agents.pages.second_factor import NEW_RECOVERY_CODES
 from agents.pages.workspace import _agent
 
 NEW_TOKEN = "agent-settings-new-token"  # noqa: S105 - a session key, not a secret
@@ -69,6 +71,11 @@ def _page(
     new_token = request.session.pop(NEW_TOKEN, None)
     context = {
         "new_token": new_token,
+        # Likewise the recovery codes, made when two-factor sign-in was turned on.
+        "new_recovery_codes": request.session.pop(NEW_RECOVERY_CODES, None),
+        "has_second_factor": second_factor.has_second_factor(agent=agent),
+        "second_factor_required": second_factor.must_have_second_factor(agent=agent),
+        "recovery_codes_left": second_factor.recovery_codes_left(agent=agent),
         "has_token": ApiToken.objects.filter(agent=agent).exists(),
         "password_form": password_form or PasswordChangeForm(),
     }
