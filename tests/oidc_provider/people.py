@@ -1,0 +1,27 @@
+"""The test provider's people and the one client it knows. Each person
+signs in at the provider with their username and ``PASSWORD``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PASSWORD = "provider-password-4711"
+CLIENT_ID = "switchboard"
+CLIENT_SECRET = "switchboard-client-secret"
+
+
+@dataclass(frozen=True)
+class Person:
+    username: str
+    email: str
+    name: str
+    verified: bool = True
+
+
+ALICE = Person("alice", "alice@example.com", "Alice Agent")
+# Bob's provider spells his address in capitals; his agent's is lower case.
+BOB = Person("bob", "Bob@Example.COM", "Bob Agent")
+CAROL = Person("carol", "carol@example.com", "Carol Unverified", verified=False)
+DAVE = Person("dave", "dave@example.com", "Dave Newcomer")
+ERIN = Person("erin", "erin@example.com", "Erin Away")
+EVERYONE = (ALICE, BOB, CAROL, DAVE, ERIN)
