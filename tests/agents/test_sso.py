@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.http import HttpResponse
@@ -169,6 +169,57 @@ def test_a_switched_off_agent_is_refused(sso: Any, provider: Provider, client: C
     [entry] = entries("signin.failed")
     assert entry.target == f"agent {erin.pk} {ERIN.email}"
     assert entry.detail == {"via": "single sign-on", "reason": "agent_inactive"}
+
+
+def started(client: Client) -> str:
+    """The state of a sign-in "Sign in with …" started in ``client``."""
+    start = client.get("/agent/sso/")
+    return parse_qs(urlsplit(start["Location"]).query)["state"][0]
+
+
+def test_a_code_the_provider_never_gave_signs_no_one_in(
+    sso: Any, provider: Provider, client: Client
+) -> None:
+    AgentFactory.create(email=ALICE.email)
+    state = started(client)
+
+    answer = client.get("/agent/sso/callback/", {"code": "made-up", "state": state})
+
+    page = refused(answer, client)
+    assert f"Signing in with {PROVIDER_NAME} did not complete. Please try again." in page
+    [entry] = entries("signin.failed")
+    assert (entry.target, entry.detail) == (
+        "unknown account",
+        {"via": "single sign-on", "reason": "provider_failed"},
+    )
+
+
+def test_a_sign_in_cancelled_at_the_provider_says_so(
+    sso: Any, provider: Provider, client: Client
+) -> None:
+    state = started(client)
+
+    answer = client.get("/agent/sso/callback/", {"error": "access_denied", "state": state})
+
+    assert f"Signing in with {PROVIDER_NAME} did not complete." in refused(answer, client)
+
+
+def test_a_way_back_replayed_in_another_browser_signs_no_one_in(
+    sso: Any, provider: Provider, client: Client
+) -> None:
+    """The code and state are worth nothing without the session that asked
+    for them: a callback address seen in a log, a history or a Referer."""
+    alice = AgentFactory.create(email=ALICE.email)
+    start = client.get("/agent/sso/")
+    back = urlsplit(provider.sign_in(start["Location"], ALICE))
+    thief = Client()
+
+    stolen = thief.get(f"{back.path}?{back.query}")
+    own = client.get(f"{back.path}?{back.query}")
+
+    assert stolen["Location"] == "/agent/login/"
+    assert signed_in_as(thief) is None
+    assert (own["Location"], signed_in_as(client)) == ("/agent/", alice)
 
 
 def test_switching_an_agent_off_ends_their_single_sign_on_session(
