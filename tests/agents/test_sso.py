@@ -13,7 +13,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.http import HttpResponse
 from django.test import Client
 
 from agents.audit import SSO_BACKEND
@@ -102,7 +101,7 @@ def test_a_next_on_another_site_is_not_followed(
     assert answer["Location"] == "/agent/"
 
 
-def refused(answer: HttpResponse, client: Client) -> str:
+def refused(answer: Any, client: Client) -> str:
     """The sign-in page the refusal lands on, and what it says."""
     assert (answer.status_code, answer["Location"]) == (302, "/agent/login/")
     assert signed_in_as(client) is None
