@@ -13,6 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from agents.models import Agent, AuditEntry
 from tests.e2e.conftest import record_network
+from tests.factories import AgentFactory
 from tests.oidc_provider.people import ALICE, DAVE, PASSWORD, Person
 from tests.oidc_provider.server import PROVIDER_NAME, Provider
 from tests.web.server import WebServer
@@ -54,6 +55,7 @@ def test_an_agent_signs_in_with_the_provider_and_lands_where_next_pointed(
     page: Page, alice: Agent
 ) -> None:
     page.goto("/agent/login/?next=/agent/history/")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
     sign_in_at_the_provider(page, ALICE)
 
@@ -73,3 +75,19 @@ def test_an_address_no_agent_has_is_told_so_on_the_sign_in_page(page: Page) -> N
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     assert urlsplit(page.url).path == "/agent/login/"
     assert not Agent.objects.filter(email=DAVE.email).exists()
+
+
+@pytest.mark.parametrize("size", ["laptop"])
+def test_an_admin_signs_in_to_the_admin_with_the_provider(page: Page) -> None:
+    AgentFactory.create(email=ALICE.email, role="admin")
+    page.goto("/admin/")  # to the admin's own sign-in page
+    # Under the admin's own form, not over its button.
+    log_in = page.get_by_role("button", name="Log in").bounding_box()
+    sso = page.get_by_role("link", name=f"Sign in with {PROVIDER_NAME}").bounding_box()
+    assert log_in and sso and sso["y"] >= log_in["y"] + log_in["height"]
+
+    sign_in_at_the_provider(page, ALICE)
+
+    expect(page.locator("#site-name")).to_contain_text("Switchboard admin")
+    expect(page.get_by_role("link", name="Audit log")).to_be_visible()
+    assert urlsplit(page.url).path == "/admin/"
