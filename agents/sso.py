@@ -39,6 +39,7 @@ REFUSALS = {
     "email_unverified": "{provider} has not verified {email}: verify it there, then sign in again.",
     "no_agent": "No agent signs in with {email}. Ask an admin to add you.",
     "agent_inactive": "The agent {email} is switched off. Ask an admin.",
+    "several_agents": "Several agents have the address {email}, in different cases. Ask an admin.",
     "provider_failed": "Signing in with {provider} did not complete. Please try again.",
 }
 
@@ -75,14 +76,20 @@ class AgentBackend(OIDCAuthenticationBackend):
     ) -> Agent | None:
         claims = self.get_userinfo(access_token, id_token, payload)
         if claims.get("sub") != payload.get("sub"):  # OpenID Connect Core 5.3.2
-            raise SuspiciousOperation("the userinfo is of another subject")
+            logger.warning("sso.provider_failed error=userinfo_of_another_subject")
+            return self._refuse("provider_failed")
         email = str(claims.get("email") or "").strip()
         if not email:
             return self._refuse("no_email")
-        agent = Agent.objects.filter(email__iexact=email).first()
+        # The admin's form keeps an address as typed: two agents may differ
+        # in case only, and neither is picked at random.
+        matches = list(Agent.objects.filter(email__iexact=email)[:2])
+        agent = matches[0] if len(matches) == 1 else None
         # Some providers send the flag as a string.
         if claims.get("email_verified") not in (True, "true"):
             return self._refuse("email_unverified", email=email, agent=agent)
+        if len(matches) > 1:
+            return self._refuse("several_agents", email=email)
         if agent is None:
             if not settings.OIDC_CREATE_AGENTS:
                 return self._refuse("no_agent", email=email)
@@ -110,7 +117,8 @@ class AgentBackend(OIDCAuthenticationBackend):
 def create_agent(*, email: str, name: str) -> Agent:
     """An agent for an address the provider verified (OIDC_CREATE_AGENTS):
     role "agent", no password (they sign in through the provider)."""
-    agent = Agent.objects.create_user(email, name=name or email.split("@")[0])
+    longest = Agent._meta.get_field("name").max_length
+    agent = Agent.objects.create_user(email, name=(name or email.split("@")[0])[:longest])
     audit.record(
         audit.Action.AGENT_CREATED,
         actor=audit.VIA_SSO,
@@ -122,7 +130,7 @@ def create_agent(*, email: str, name: str) -> Agent:
 
 
 class StartView(OIDCAuthenticationRequestView):
-    """ "Sign in with …": off to the provider, ``next`` kept (when safe) for the way back."""
+    """Off to the provider ("Sign in with …"), ``next`` kept (when safe) for the way back."""
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.SSO_ENABLED:

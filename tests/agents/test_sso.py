@@ -84,7 +84,7 @@ def test_a_verified_address_signs_its_agent_in_and_lands_where_next_pointed(
 def test_the_address_matches_whatever_its_case(
     sso: Any, provider: Provider, client: Client
 ) -> None:
-    bob = AgentFactory.create(email="bob@example.com")  # the provider says Bob@Example.COM
+    bob = AgentFactory.create(email="bob@example.com")  # the provider says Bob@example.com
 
     sign_in_with_sso(client, provider, BOB)
 
@@ -219,6 +219,19 @@ def test_a_way_back_replayed_in_another_browser_signs_no_one_in(
     assert stolen["Location"] == "/agent/login/"
     assert signed_in_as(thief) is None
     assert (own["Location"], signed_in_as(client)) == ("/agent/", alice)
+
+
+def test_two_agents_whose_addresses_differ_in_case_only_are_not_guessed_between(
+    sso: Any, provider: Provider, client: Client
+) -> None:
+    AgentFactory.create(email="bob@example.com")
+    AgentFactory.create(email="Bob@example.com")  # the admin's form keeps the case typed
+
+    page = refused(sign_in_with_sso(client, provider, BOB), client)
+
+    assert "Several agents have the address Bob@example.com, in different cases." in page
+    [entry] = entries("signin.failed")
+    assert entry.detail == {"via": "single sign-on", "reason": "several_agents"}
 
 
 def test_switching_an_agent_off_ends_their_single_sign_on_session(

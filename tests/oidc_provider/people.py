@@ -19,7 +19,8 @@ class Person:
 
 
 ALICE = Person("alice", "alice@example.com", "Alice Agent")
-# Bob's provider spells his address in capitals; his agent's is lower case.
+# Bob's provider spells his address with a capital (Django keeps the local
+# part's case, and lowers the domain's: Bob@example.com); his agent's is lower case.
 BOB = Person("bob", "Bob@Example.COM", "Bob Agent")
 CAROL = Person("carol", "carol@example.com", "Carol Unverified", verified=False)
 DAVE = Person("dave", "dave@example.com", "Dave Newcomer")
