@@ -55,7 +55,9 @@ class Provider:
     def start(self, timeout: float = 60) -> Provider:
         with self.log_path.open("wb") as log:
             prepare = [sys.executable, "-m", "tests.oidc_provider.prepare"]
-            subprocess.run(prepare, cwd=ROOT, env=self.env, stdout=log, stderr=log, check=True)
+            prepared = subprocess.run(prepare, cwd=ROOT, env=self.env, stdout=log, stderr=log)
+            if prepared.returncode:
+                raise RuntimeError(f"the provider was not prepared:\n{self.log_path.read_text()}")
             command = [
                 sys.executable, "-m", "django", "runserver", f"127.0.0.1:{self.port}",
                 "--noreload", "--skip-checks",
