@@ -74,10 +74,14 @@ class AgentBackend(OIDCAuthenticationBackend):
     def get_or_create_user(
         self, access_token: str, id_token: str, payload: dict[str, Any]
     ) -> Agent | None:
-        claims = self.get_userinfo(access_token, id_token, payload)
-        if claims.get("sub") != payload.get("sub"):  # OpenID Connect Core 5.3.2
+        userinfo = self.get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") != payload.get("sub"):  # OpenID Connect Core 5.3.2
             logger.warning("sso.provider_failed error=userinfo_of_another_subject")
             return self._refuse("provider_failed")
+        # Some providers put the address in the ID token only, some in the
+        # userinfo only: the userinfo's if it has one, and the flag saying it
+        # was verified from the same place as the address.
+        claims = userinfo if "email" in userinfo else payload
         email = str(claims.get("email") or "").strip()
         if not email:
             return self._refuse("no_email")
@@ -93,7 +97,8 @@ class AgentBackend(OIDCAuthenticationBackend):
         if agent is None:
             if not settings.OIDC_CREATE_AGENTS:
                 return self._refuse("no_agent", email=email)
-            return create_agent(email=email, name=str(claims.get("name") or ""))
+            name = userinfo.get("name") or payload.get("name") or ""
+            return create_agent(email=email, name=str(name))
         if not agent.is_active:
             return self._refuse("agent_inactive", email=email, agent=agent)
         return agent

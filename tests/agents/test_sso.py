@@ -18,7 +18,7 @@ from django.test import Client
 from agents.audit import SSO_BACKEND
 from agents.models import Agent, AuditEntry
 from tests.factories import AgentFactory
-from tests.oidc_provider.people import ALICE, BOB, CAROL, DAVE, ERIN, Person
+from tests.oidc_provider.people import ALICE, BOB, CAROL, DAVE, ERIN, FRANK, Person
 from tests.oidc_provider.server import PROVIDER_NAME, Provider
 from tests.worker import ROOT
 
@@ -89,6 +89,16 @@ def test_the_address_matches_whatever_its_case(
     sign_in_with_sso(client, provider, BOB)
 
     assert signed_in_as(client) == bob
+
+
+def test_an_address_the_provider_gives_in_the_id_token_only_is_read_there(
+    sso: Any, provider: Provider, client: Client
+) -> None:
+    frank = AgentFactory.create(email=FRANK.email)
+
+    sign_in_with_sso(client, provider, FRANK)
+
+    assert signed_in_as(client) == frank
 
 
 def test_a_next_on_another_site_is_not_followed(

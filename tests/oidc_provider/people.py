@@ -16,6 +16,7 @@ class Person:
     email: str
     name: str
     verified: bool = True
+    in_userinfo: bool = True  # the address: else in the ID token only
 
 
 ALICE = Person("alice", "alice@example.com", "Alice Agent")
@@ -25,4 +26,5 @@ BOB = Person("bob", "Bob@Example.COM", "Bob Agent")
 CAROL = Person("carol", "carol@example.com", "Carol Unverified", verified=False)
 DAVE = Person("dave", "dave@example.com", "Dave Newcomer")
 ERIN = Person("erin", "erin@example.com", "Erin Away")
-EVERYONE = (ALICE, BOB, CAROL, DAVE, ERIN)
+FRANK = Person("frank", "frank@example.com", "Frank Tokens", in_userinfo=False)
+EVERYONE = (ALICE, BOB, CAROL, DAVE, ERIN, FRANK)

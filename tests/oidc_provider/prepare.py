@@ -13,11 +13,12 @@ def main() -> None:
     from django.core.management import call_command
     from oauth2_provider.models import Application
 
-    from tests.oidc_provider.claims import UNVERIFIED
+    from tests.oidc_provider.claims import ID_TOKEN_ONLY, UNVERIFIED
     from tests.oidc_provider.people import CLIENT_ID, CLIENT_SECRET, EVERYONE, PASSWORD
 
     call_command("migrate", verbosity=0)
     unverified = Group.objects.create(name=UNVERIFIED)
+    id_token_only = Group.objects.create(name=ID_TOKEN_ONLY)
     for person in EVERYONE:
         first, last = person.name.split(" ", 1)
         user = User.objects.create_user(
@@ -25,6 +26,8 @@ def main() -> None:
         )
         if not person.verified:
             user.groups.add(unverified)
+        if not person.in_userinfo:
+            user.groups.add(id_token_only)
     Application.objects.create(
         name="Switchboard",
         client_id=CLIENT_ID,
