@@ -81,24 +81,21 @@ def test_a_verified_address_signs_its_agent_in_and_lands_where_next_pointed(
     assert entry.ip == "127.0.0.1"
 
 
-def test_the_address_matches_whatever_its_case(
-    sso: Any, provider: Provider, client: Client
+@pytest.mark.parametrize(
+    ("person", "agents_address"),
+    [
+        (BOB, "bob@example.com"),  # the provider says Bob@example.com
+        (FRANK, FRANK.email),  # the provider says it in the ID token only
+    ],
+)
+def test_the_address_is_matched_whatever_its_case_and_wherever_the_provider_gives_it(
+    sso: Any, provider: Provider, client: Client, person: Person, agents_address: str
 ) -> None:
-    bob = AgentFactory.create(email="bob@example.com")  # the provider says Bob@example.com
+    agent = AgentFactory.create(email=agents_address)
 
-    sign_in_with_sso(client, provider, BOB)
+    sign_in_with_sso(client, provider, person)
 
-    assert signed_in_as(client) == bob
-
-
-def test_an_address_the_provider_gives_in_the_id_token_only_is_read_there(
-    sso: Any, provider: Provider, client: Client
-) -> None:
-    frank = AgentFactory.create(email=FRANK.email)
-
-    sign_in_with_sso(client, provider, FRANK)
-
-    assert signed_in_as(client) == frank
+    assert signed_in_as(client) == agent
 
 
 def test_a_next_on_another_site_is_not_followed(
