@@ -6,7 +6,9 @@ their transaction, as they write their row (the Zulip way: a ``do_*`` writes
 its audit row): most of these changes publish no event of
 ``agents/events.py``, and a row written in the verb's transaction is never
 missing for a change that committed, nor present for one rolled back.
-Sign-ins are Django's and django-axes' signals (``connect``).
+Sign-ins are Django's and django-axes' signals (``connect``); a backend
+that refuses for a reason the credentials do not show (single sign-on)
+leaves it on the request (``refuse``).
 
 The address is the request's, derived as sign-in throttling derives it
 (``config.signin.client_address``); ``address_middleware`` keeps it for the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -39,6 +42,8 @@ from config.signin import client_address
 
 SYSTEM = "system"
 COMMAND_LINE = "command line"
+VIA_SSO = "single sign-on"  # a sign-in's ``via``; the actor of an agent it created
+SSO_BACKEND = "agents.sso.AgentBackend"
 DETAIL_VALUE_LIMIT = 200  # characters of one detail value: a name, a kind, a role
 
 
@@ -190,13 +195,46 @@ def forget_old_entries(*, batch: int = 1000) -> int:
 # --- sign-ins ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SigninRefusal:
+    """What a sign-in backend knows of a refusal that the credentials do not
+    say: a single sign-on names no account, yet its backend knows which
+    agent the provider vouched for, and why it refused."""
+
+    via: str
+    reason: str
+    agent: Agent | None = None
+
+
+def refuse(request: HttpRequest, refusal: SigninRefusal) -> None:
+    """Leave ``refusal`` on the request for the failed sign-in's entry."""
+    request.signin_refusal = refusal  # type: ignore[attr-defined]
+
+
+def refusal_of(request: HttpRequest | None) -> SigninRefusal | None:
+    return getattr(request, "signin_refusal", None)
+
+
 def on_signed_in(sender: Any, request: HttpRequest | None, user: Agent, **kwargs: Any) -> None:
-    record(Action.SIGNIN_SUCCEEDED, actor=user, target=of_agent(user), ip=_ip_of(request))
+    # Django names the backend that signed the agent in; a password's is not named.
+    via = {"via": VIA_SSO} if getattr(user, "backend", "") == SSO_BACKEND else {}
+    record(Action.SIGNIN_SUCCEEDED, actor=user, target=of_agent(user), ip=_ip_of(request), **via)
 
 
 def on_signin_failed(
     sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **kwargs: Any
 ) -> None:
+    refusal = refusal_of(request)
+    if refusal is not None:
+        target = of_agent(refusal.agent) if refusal.agent else "unknown account"
+        record(
+            Action.SIGNIN_FAILED,
+            target=target,
+            ip=_ip_of(request),
+            via=refusal.via,
+            reason=refusal.reason,
+        )
+        return
     record(Action.SIGNIN_FAILED, target=_account(credentials.get("username")), ip=_ip_of(request))
 
 

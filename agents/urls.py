@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents import streams
+from agents import sso, streams
 from agents.pages import (
     blacklist,
     canned,
@@ -30,6 +30,9 @@ urlpatterns = [
     ),
     path("login/code", second_factor.signin_code, name="signin-code"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (agents/sso.py): 404 unless configured.
+    path("sso/", sso.StartView.as_view(), name="sso"),
+    path("sso/callback/", sso.CallbackView.as_view(), name="sso-callback"),
     path("password/forgot/", password.forgot, name="password-forgot"),
     path("password/forgot/sent/", password.sent, name="password-forgot-sent"),
     path("password/reset/<uidb64>/<token>/", password.ResetView.as_view(), name="password-reset"),

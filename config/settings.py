@@ -215,7 +215,8 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("SIGNIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("SIGNIN_COOLOFF_MINUTES", default=15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# By account and by address; a single sign-on, which names no account, by address.
+AXES_LOCKOUT_PARAMETERS = "config.signin.lockout_parameters"
 # The sign-in forms' field and authenticate()'s keyword (the email address).
 AXES_USERNAME_FORM_FIELD = "username"
 # The lock runs from the failure that set it; attempts while locked are not
@@ -238,6 +239,50 @@ if REQUIRE_2FA not in ("off", "admins", "everyone"):
     raise ImproperlyConfigured(f"REQUIRE_2FA must be off, admins or everyone, not {REQUIRE_2FA!r}")
 # The name authenticator apps show beside the agent's address.
 OTP_TOTP_ISSUER = "Switchboard"
+
+# --- single sign-on (OpenID Connect; agents/sso.py, docs/security.md) ------
+# Off unless OIDC_RP_CLIENT_ID is set. Then the sign-in pages offer "Sign in
+# with OIDC_PROVIDER_NAME", and an agent whose address the provider says it
+# verified is signed in. The endpoints are the ones the provider's discovery
+# document lists (<issuer>/.well-known/openid-configuration).
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")
+SSO_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="SSO")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_RP_CLIENT_SECRET", default="")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
+# An unknown address is refused unless this is true: then it becomes an agent
+# (role "agent", no password) at its first sign-in.
+OIDC_CREATE_AGENTS = env.bool("OIDC_CREATE_AGENTS", default=False)
+OIDC_RP_SCOPES = "openid email profile"  # profile: the name a created agent gets
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10  # seconds for each request to the provider
+OIDC_AUTHENTICATION_CALLBACK_URL = "agent:sso-callback"
+LOGIN_REDIRECT_URL_FAILURE = LOGIN_URL
+if SSO_ENABLED:
+    _sso_endpoints = {
+        "OIDC_OP_AUTHORIZATION_ENDPOINT": OIDC_OP_AUTHORIZATION_ENDPOINT,
+        "OIDC_OP_TOKEN_ENDPOINT": OIDC_OP_TOKEN_ENDPOINT,
+        "OIDC_OP_USER_ENDPOINT": OIDC_OP_USER_ENDPOINT,
+        "OIDC_OP_JWKS_ENDPOINT": OIDC_OP_JWKS_ENDPOINT,
+    }
+    _sso_missing = [name for name, value in _sso_endpoints.items() if not value]
+    if not OIDC_RP_CLIENT_SECRET:
+        _sso_missing.append("OIDC_RP_CLIENT_SECRET")
+    if _sso_missing:
+        raise ImproperlyConfigured(f"single sign-on needs {', '.join(_sso_missing)}")
+    # The tokens and the agent's address come over these: in production only
+    # over TLS. A private address is allowed (an in-house provider often has
+    # one): the operator sets these, no user does.
+    _sso_plain = [name for name, url in _sso_endpoints.items() if not url.startswith("https://")]
+    if _sso_plain and not DEBUG:
+        raise ImproperlyConfigured(f"single sign-on needs https:// in {', '.join(_sso_plain)}")
+    # After the password's: django-axes' backend stays first (it refuses a
+    # locked address before any backend signs anyone in).
+    AUTHENTICATION_BACKENDS.append("agents.sso.AgentBackend")
 
 # --- Content-Security-Policy (django-csp) ----------------------------------
 # Every page: scripts and styles from this origin only, never inline. Chat

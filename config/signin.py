@@ -11,7 +11,7 @@ import ipaddress
 import math
 from typing import Any
 
-from axes.helpers import get_cool_off
+from axes.helpers import get_client_username, get_cool_off
 from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
@@ -53,6 +53,20 @@ def sender(request: HttpRequest) -> str:
     if parsed.version == 6:
         return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return address
+
+
+def lockout_parameters(
+    request_or_attempt: Any, credentials: dict[str, Any] | None = None
+) -> list[str]:
+    """What a failed sign-in counts against (AXES_LOCKOUT_PARAMETERS): the
+    account and the address. A single sign-on names no account: counted by
+    one shared empty name, five refused ones anywhere would lock everyone's
+    single sign-on, so it counts against its address only."""
+    if isinstance(request_or_attempt, HttpRequest):
+        username = get_client_username(request_or_attempt, credentials)
+    else:  # a stored attempt (the admin's list, a reset)
+        username = request_or_attempt.username
+    return ["username", "ip_address"] if username else ["ip_address"]
 
 
 def locked_out(request: HttpRequest, *args: Any) -> HttpResponse:

@@ -4,6 +4,7 @@ import re
 
 import ua_parser
 from django import template
+from django.conf import settings
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
@@ -117,3 +118,9 @@ def icon(name: str, label: str = "") -> SafeString:
         f'<svg class="icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false">'
         f'<path d="{path}"/></svg>'
     )
+
+
+@register.simple_tag
+def sso_name() -> str:
+    """The provider's name for "Sign in with …", or "" when single sign-on is off."""
+    return str(settings.OIDC_PROVIDER_NAME) if settings.SSO_ENABLED else ""
