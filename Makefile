@@ -80,14 +80,16 @@ test: $(STAMP) chromium
 screenshots: $(STAMP) chromium
 	UPDATE_SCREENSHOTS=1 VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest -m browser tests/e2e
 
-# The browser tests drive Debian's chromium (Playwright downloads no browser).
+# The browser tests drive Debian's chromium-headless-shell, and its chromium
+# where a test needs the desktop browser (Playwright downloads no browser).
 chromium:
-	@command -v chromium >/dev/null || { \
+	@{ command -v chromium && command -v chromium-headless-shell; } >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian's chromium for the browser tests"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    echo "installing Debian's chromium and chromium-headless-shell for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      chromium chromium-headless-shell >/dev/null; \
 	  else \
-	    echo "the browser tests need chromium: sudo apt-get install chromium"; \
+	    echo "the browser tests need chromium: sudo apt-get install chromium chromium-headless-shell"; \
 	  fi; }
 
 lint: $(STAMP)

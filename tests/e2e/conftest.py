@@ -62,15 +62,15 @@ def device(size: str, devices: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def devices(chromium: Any) -> dict[str, dict[str, Any]]:
+def devices(playwright: Any) -> dict[str, dict[str, Any]]:
     return {"laptop": LAPTOP, "phone": _descriptors[PHONE]}
 
 
 _descriptors: dict[str, dict[str, Any]] = {}
 
 
-def chromium_path() -> str | None:
-    for name in ("chromium", "chromium-browser"):
+def chromium_path(*names: str) -> str | None:
+    for name in names:
         found = shutil.which(name)
         if found:
             return found
@@ -78,20 +78,47 @@ def chromium_path() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def chromium() -> Iterator[object]:
-    path = chromium_path()
-    if path is None:
-        pytest.fail("no chromium: install Debian's package (apt-get install chromium)")
+def playwright() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+    with sync_playwright() as driver:
         _descriptors.update(
             (name, {k: v for k, v in descriptor.items() if k != "default_browser_type"})
-            for name, descriptor in playwright.devices.items()
+            for name, descriptor in driver.devices.items()
         )
-        yield browser
-        browser.close()
+        yield driver
+
+
+def _launch(playwright: Any, *names: str) -> Any:
+    path = chromium_path(*names)
+    if path is None:
+        pytest.fail(
+            "no chromium: install Debian's packages (apt-get install chromium "
+            "chromium-headless-shell)"
+        )
+    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="session")
+def chromium(playwright: Any) -> Iterator[object]:
+    """The browser of the browser tests: Debian's chromium-headless-shell,
+    what Playwright itself runs headless tests on (the same Blink and V8 as
+    chromium, without the desktop browser's windowing): a third of the
+    desktop build's processor time for the same tests (docs/testing.md).
+    Where only chromium is installed, chromium."""
+    browser = _launch(playwright, "chromium-headless-shell", "chromium", "chromium-browser")
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def full_chromium(playwright: Any) -> Iterator[object]:
+    """The desktop chromium, for what the headless shell lacks: desktop
+    notifications (``Notification``). Started only in a process that runs
+    such a test."""
+    browser = _launch(playwright, "chromium", "chromium-browser")
+    yield browser
+    browser.close()
 
 
 @pytest.fixture(scope="session")

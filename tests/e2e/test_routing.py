@@ -24,11 +24,12 @@ PASSWORD = "agent-password"  # tests/factories.py
 
 
 @pytest.fixture
-def pages(chromium: Browser, web_process: Any) -> Iterator[list[Page]]:
-    """Two agents' browsers, each its own session."""
+def pages(full_chromium: Browser, web_process: Any) -> Iterator[list[Page]]:
+    """Two agents' browsers, each its own session, in the desktop chromium:
+    the offer shows a desktop notification."""
     contexts = []
     for _ in range(2):
-        context = chromium.new_context(
+        context = full_chromium.new_context(
             base_url=web_process.url, viewport={"width": 1366, "height": 800}
         )
         context.grant_permissions(["notifications"])

@@ -64,8 +64,15 @@ OscillatorNode.prototype.start = function (...a) {
 
 
 @pytest.fixture
-def page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> Iterator[Page]:
-    context = chromium.new_context(
+def page(
+    request: pytest.FixtureRequest, chromium: Browser, web_process: Any, device: dict[str, Any]
+) -> Iterator[Page]:
+    """A test marked ``desktop_notifications`` runs in the desktop chromium:
+    the headless shell has no ``Notification``."""
+    browser = chromium
+    if request.node.get_closest_marker("desktop_notifications"):
+        browser = request.getfixturevalue("full_chromium")
+    context = browser.new_context(
         **device, base_url=web_process.url, timezone_id="Asia/Tokyo", locale="en-GB"
     )
     context.grant_permissions(["notifications"])
@@ -307,6 +314,7 @@ def test_the_empty_pane_follows_the_agents_status(
     expect(page.get_by_test_id("empty-hint")).to_contain_text("You are online")
 
 
+@pytest.mark.desktop_notifications
 def test_notifications_for_new_chats_and_new_messages(
     page: Page,
     alice: Agent,
