@@ -21,7 +21,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import SuspiciousOperation
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from jwt import InvalidTokenError
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -98,7 +98,7 @@ class AgentBackend(OIDCAuthenticationBackend):
             if not settings.OIDC_CREATE_AGENTS:
                 return self._refuse("no_agent", email=email)
             name = userinfo.get("name") or payload.get("name") or ""
-            return create_agent(email=email, name=str(name))
+            return created_or_existing(email=email, name=str(name))
         if not agent.is_active:
             return self._refuse("agent_inactive", email=email, agent=agent)
         return agent
@@ -132,6 +132,15 @@ def create_agent(*, email: str, name: str) -> Agent:
     )
     logger.info("sso.agent_created agent=%s", agent.pk)
     return agent
+
+
+def created_or_existing(*, email: str, name: str) -> Agent | None:
+    """The agent ``create_agent`` makes, or, when a first sign-in beside
+    this one made it a moment earlier (the address is unique), that one."""
+    try:
+        return create_agent(email=email, name=name)
+    except IntegrityError:
+        return Agent.objects.filter(email__iexact=email, is_active=True).first()
 
 
 class StartView(OIDCAuthenticationRequestView):

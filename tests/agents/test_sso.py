@@ -19,6 +19,7 @@ from django_otp.oath import TOTP
 from agents import second_factor
 from agents.audit import SSO_BACKEND
 from agents.models import Agent, AuditEntry
+from agents.sso import created_or_existing
 from tests.factories import AgentFactory
 from tests.oidc_provider.people import ALICE, BOB, CAROL, DAVE, ERIN, FRANK, Person
 from tests.oidc_provider.server import PROVIDER_NAME, Provider
@@ -352,3 +353,13 @@ def test_an_agent_with_a_second_factor_types_its_code_after_single_sign_on(
     passed = client.post("/agent/login/code", {"code": f"{code:06d}", "next": "/agent/history/"})
     assert (passed.status_code, passed["Location"]) == (302, "/agent/history/")
     assert signed_in_as(client) == alice
+
+
+def test_a_first_sign_in_that_finds_its_agent_just_made_beside_it_signs_that_agent_in() -> None:
+    """Two first single sign-ons of one address at once: the second's insert
+    meets the first's agent (the address is unique), and signs it in."""
+    alice = AgentFactory.create(email=ALICE.email)
+
+    assert created_or_existing(email=ALICE.email.upper(), name="Alice") == alice
+    assert Agent.objects.count() == 1
+    assert entries("agent.created") == []
