@@ -22,6 +22,7 @@ from django.utils.text import Truncator
 from agents import audit, hours, mail, privacy, reports, services, tokens
 from agents.models import (
     Agent,
+    AgentSession,
     ApiToken,
     AuditEntry,
     BlacklistedClient,
@@ -38,6 +39,7 @@ from agents.models import (
     Message,
     OfflineMessage,
 )
+from agents.templatetags.agent_pages import browser
 
 admin.site.site_header = "Switchboard admin"
 admin.site.site_title = "Switchboard admin"
@@ -55,6 +57,17 @@ ISO_WEEKDAYS = [
 ]
 
 
+class ReadOnlyMixin:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(Agent)
 class AgentAdmin(UserAdmin):
     ordering = ["name"]
@@ -70,7 +83,10 @@ class AgentAdmin(UserAdmin):
         ("Routing", {"fields": ("max_chats",)}),
         ("Permissions", {"fields": ("is_active", "role")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
+        ("Signed-in sessions", {"fields": ("signed_in_sessions",)}),
     )
+    # Shown, not a formset: the agent signs them out on the settings page.
+    readonly_fields = ["signed_in_sessions"]
     add_fieldsets = (
         (
             None,
@@ -80,6 +96,27 @@ class AgentAdmin(UserAdmin):
             },
         ),
     )
+
+    @admin.display(description="Sessions")
+    def signed_in_sessions(self, obj: Agent) -> SafeString | str:
+        """The agent's signed-in sessions (docs/security.md, "Sessions")."""
+        rows = AgentSession.objects.filter(agent=obj) if obj.pk else []
+        return (
+            format_html_join(
+                "",
+                "<div>{} · {} · signed in {} · last seen {}</div>",
+                (
+                    (
+                        browser(row.user_agent) or "an unknown browser",
+                        row.ip or "no address",
+                        f"{row.signed_in_at:%Y-%m-%d %H:%M}",
+                        f"{row.last_seen_at:%Y-%m-%d %H:%M}",
+                    )
+                    for row in rows
+                ),
+            )
+            or "none"
+        )
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
         """Saved as Django's admin saves it; a new agent, a new role and a new
@@ -376,17 +413,6 @@ class ClientAdmin(admin.ModelAdmin[Client]):
 
 def _agent_of(request: HttpRequest) -> Agent | None:
     return request.user if isinstance(request.user, Agent) else None
-
-
-class ReadOnlyMixin:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ClientAddress)

@@ -46,6 +46,17 @@ urlpatterns = [
     path("settings/", settings.settings_page, name="settings"),
     path("settings/token", settings.new_token, name="new-token"),
     path("settings/password", settings.change_password, name="change-password"),
+    path("settings/token/revoke", settings.revoke_token, name="revoke-token"),
+    path(
+        "settings/sessions/<int:session_id>/sign-out",
+        settings.sign_out_session,
+        name="sign-out-session",
+    ),
+    path(
+        "settings/sessions/sign-out-others",
+        settings.sign_out_other_sessions,
+        name="sign-out-other-sessions",
+    ),
     path("chats/<int:chat_id>/", views.home, name="chat"),
     path("chats/<int:chat_id>/accept", views.accept, name="accept"),
     path("chats/<int:chat_id>/decline", views.decline, name="decline"),
