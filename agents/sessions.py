@@ -227,10 +227,15 @@ def seen_middleware(get_response: Callable[[HttpRequest], HttpResponse]) -> Call
 
     def middleware(request: HttpRequest) -> HttpResponse:
         response = get_response(request)
+        session = getattr(request, "session", None)
+        # Only a request whose view read the session (an agent's page, the
+        # admin): reading it here would add "Vary: Cookie" to every answer,
+        # the widget's cached script included.
+        if session is None or not session.accessed or not session.session_key:
+            return response
         user = getattr(request, "user", None)
-        session_key = request.session.session_key if hasattr(request, "session") else None
-        if isinstance(user, Agent) and session_key:
-            _seen_now(request, user, session_key)
+        if isinstance(user, Agent):
+            _seen_now(request, user, session.session_key)
         return response
 
     return middleware

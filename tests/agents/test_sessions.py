@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from agents import accounts, sessions
 from agents.models import Agent, AgentSession, AuditEntry, LiveEvent
+from devhooks.widget.services import create_widget_channel
 from tests.factories import AgentFactory
 from tests.limits import forget_rate
 
@@ -248,3 +249,13 @@ def test_an_admin_sees_an_agents_sessions_read_only(agent: Agent) -> None:
 
     assert "Firefox 133 on Android · 198.51.100.7 · signed in" in page
     assert "sign-out" not in page
+
+
+def test_a_request_that_reads_no_session_is_not_made_to_vary_by_cookie(agent: Agent) -> None:
+    """The widget's script is cached by browsers and proxies alike."""
+    page = signed_in(agent)
+    channel = create_widget_channel(name="Site")
+
+    script = page.get(f"/widget/{channel.widget_id}.js")
+
+    assert script.status_code == 200 and script["Vary"] == "Accept-Encoding"
