@@ -19,10 +19,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents import audit, hours, mail, privacy, reports, services, tokens
+from agents import audit, hours, mail, privacy, reports, services, sessions, tokens
 from agents.models import (
     Agent,
-    AgentSession,
     ApiToken,
     AuditEntry,
     BlacklistedClient,
@@ -100,7 +99,7 @@ class AgentAdmin(UserAdmin):
     @admin.display(description="Sessions")
     def signed_in_sessions(self, obj: Agent) -> SafeString | str:
         """The agent's signed-in sessions (docs/security.md, "Sessions")."""
-        rows = AgentSession.objects.filter(agent=obj) if obj.pk else []
+        rows = sessions.sessions_of(obj) if obj.pk else []
         return (
             format_html_join(
                 "",

@@ -456,6 +456,10 @@ class Chat(models.Model):
     rating = models.CharField(max_length=10, choices=Rating.choices, blank=True)
     # What the client wrote beside the rating at the chat's end (the widget).
     rating_comment = models.TextField(blank=True, max_length=CLIENT_TEXT_LIMIT)
+    # The consent text the client accepted before the chat's first message
+    # (the widget's, docs/widget.md "Consent"): its version, and when.
+    consent_version = models.PositiveIntegerField(null=True, blank=True)
+    consent_at = models.DateTimeField(null=True, blank=True)
     blacklisted = models.BooleanField(default=False)
     # The CRM side panel (chat_accepted reply, setCustomData).
     custom_data = models.JSONField(default=list, blank=True)
