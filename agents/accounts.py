@@ -75,7 +75,9 @@ def reset_password(*, agent: Agent, password: str) -> Agent:
     """A reset link's new password: every session of the agent ends (whoever
     knew the old password is signed out)."""
     set_password(agent=agent, password=password)
-    sessions.sign_out_other_sessions(agent=agent, keep_session_key=None)
+    # Whoever opened the link is signed in nowhere: the system acts, as the
+    # audit log says of a reset.
+    sessions.sign_out_other_sessions(agent=agent, keep_session_key=None, by=audit.SYSTEM)
     audit.record(audit.Action.PASSWORD_RESET, target=audit.of_agent(agent))
     return agent
 

@@ -177,6 +177,8 @@ def test_a_password_reset_ends_every_session(agent: Agent) -> None:
     assert [is_signed_in(page) for page in pages] == [False, False]
     assert not AgentSession.objects.exists()
     assert AuditEntry.objects.filter(action="password.reset").count() == 1
+    signed_out = AuditEntry.objects.get(action="session.signed_out")
+    assert (signed_out.actor_label, signed_out.detail["sessions"]) == ("system", 2)
 
 
 def test_last_seen_is_written_at_most_every_few_minutes(agent: Agent) -> None:
