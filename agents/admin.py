@@ -56,17 +56,6 @@ ISO_WEEKDAYS = [
 ]
 
 
-class ReadOnlyMixin:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(Agent)
 class AgentAdmin(UserAdmin):
     ordering = ["name"]
@@ -412,6 +401,17 @@ class ClientAdmin(admin.ModelAdmin[Client]):
 
 def _agent_of(request: HttpRequest) -> Agent | None:
     return request.user if isinstance(request.user, Agent) else None
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ClientAddress)
