@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from agents import mail
+from agents import audit, mail, sessions
 from agents.models import Agent, Mail
 from agents.services import ServiceError
 
@@ -55,13 +55,31 @@ def set_password(*, agent: Agent, password: str) -> Agent:
 
 
 @transaction.atomic
-def change_password(*, agent: Agent, old_password: str, new_password: str) -> Agent:
-    """The settings page's change: the current password first, then a new one."""
+def change_password(
+    *, agent: Agent, old_password: str, new_password: str, keep_session_key: str | None
+) -> Agent:
+    """The settings page's change: the current password first, then a new one.
+    Every session but ``keep_session_key``'s (the one that asked) ends now."""
     if not agent.check_password(old_password):
         raise WrongPassword("Your current password is not right.")
     if new_password == old_password:
         raise PasswordRefused("The new password is the one you have.")
-    return set_password(agent=agent, password=new_password)
+    set_password(agent=agent, password=new_password)
+    sessions.sign_out_other_sessions(agent=agent, keep_session_key=keep_session_key)
+    audit.record(audit.Action.PASSWORD_CHANGED, actor=agent, target=audit.of_agent(agent))
+    return agent
+
+
+@transaction.atomic
+def reset_password(*, agent: Agent, password: str) -> Agent:
+    """A reset link's new password: every session of the agent ends (whoever
+    knew the old password is signed out)."""
+    set_password(agent=agent, password=password)
+    # Whoever opened the link is signed in nowhere: the system acts, as the
+    # audit log says of a reset.
+    sessions.sign_out_other_sessions(agent=agent, keep_session_key=None, by=audit.SYSTEM)
+    audit.record(audit.Action.PASSWORD_RESET, target=audit.of_agent(agent))
+    return agent
 
 
 def ask_password_reset(*, email: str) -> None:

@@ -21,7 +21,7 @@ from django.utils.text import Truncator
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents import audit, hours, mail, privacy, reports, second_factor, services, tokens
+from agents import audit, hours, mail, privacy, reports, second_factor, services, sessions, tokens
 from agents.models import (
     Agent,
     ApiToken,
@@ -40,6 +40,7 @@ from agents.models import (
     Message,
     OfflineMessage,
 )
+from agents.templatetags.agent_pages import browser
 
 admin.site.site_header = "Switchboard admin"
 admin.site.site_title = "Switchboard admin"
@@ -76,7 +77,10 @@ class AgentAdmin(UserAdmin):
         ("Routing", {"fields": ("max_chats",)}),
         ("Permissions", {"fields": ("is_active", "role")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
+        ("Signed-in sessions", {"fields": ("signed_in_sessions",)}),
     )
+    # Shown, not a formset: the agent signs them out on the settings page.
+    readonly_fields = ["signed_in_sessions"]
     add_fieldsets = (
         (
             None,
@@ -101,6 +105,27 @@ class AgentAdmin(UserAdmin):
             self.message_user(request, f"Two-factor sign-in reset for {names}.", messages.SUCCESS)
         else:
             self.message_user(request, "None of them had two-factor sign-in.", messages.WARNING)
+
+    @admin.display(description="Sessions")
+    def signed_in_sessions(self, obj: Agent) -> SafeString | str:
+        """The agent's signed-in sessions (docs/security.md, "Sessions")."""
+        rows = sessions.sessions_of(obj) if obj.pk else []
+        return (
+            format_html_join(
+                "",
+                "<div>{} · {} · signed in {} · last seen {}</div>",
+                (
+                    (
+                        browser(row.user_agent) or "an unknown browser",
+                        row.ip or "no address",
+                        f"{row.signed_in_at:%Y-%m-%d %H:%M}",
+                        f"{row.last_seen_at:%Y-%m-%d %H:%M}",
+                    )
+                    for row in rows
+                ),
+            )
+            or "none"
+        )
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
         """Saved as Django's admin saves it; a new agent, a new role and a new

@@ -6,10 +6,11 @@ class AgentsConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
-        from agents import audit, live, tasks, transcripts
+        from agents import audit, live, sessions, tasks, transcripts
 
         audit.connect()
 
         live.connect()
+        sessions.connect()
         tasks.connect()
         transcripts.connect()

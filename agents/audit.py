@@ -53,6 +53,9 @@ class Action(models.TextChoices):
     SIGNIN_SUCCEEDED = "signin.succeeded", "Sign-in succeeded"
     SIGNIN_FAILED = "signin.failed", "Sign-in failed"
     SIGNIN_LOCKED = "signin.locked", "Sign-in locked"
+    SESSION_SIGNED_OUT = "session.signed_out", "Sessions signed out"
+    PASSWORD_CHANGED = "password.changed", "Password changed"
+    PASSWORD_RESET = "password.reset", "Password reset"
     SECOND_FACTOR_ENABLED = "second_factor.enabled", "Second factor enabled"
     SECOND_FACTOR_DISABLED = "second_factor.disabled", "Second factor disabled"
     AGENT_CREATED = "agent.created", "Agent created"
@@ -131,7 +134,7 @@ def record(
         actor_label=str(label)[:254],
         action=Action(action).value,
         target=target[:300],
-        ip=_valid(ip or _address.get()),
+        ip=valid_address(ip or _address.get()),
         detail=kept,
     )
 
@@ -156,7 +159,7 @@ def actor_of(request: HttpRequest) -> Agent | None:
     return user if isinstance(user, Agent) else None
 
 
-def _valid(address: str | None) -> str | None:
+def valid_address(address: str | None) -> str | None:
     """An address the column can keep: a peer's REMOTE_ADDR may be no address
     at all (a Unix socket's)."""
     try:

@@ -161,6 +161,9 @@ class ApiToken(models.Model):
     agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="api_token")
     key_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
+    # When a request last authenticated with it, to the minute
+    # (agents.tokens.LAST_USED_EVERY): not a write per request.
+    last_used = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "API token"
@@ -172,6 +175,33 @@ class ApiToken(models.Model):
     @staticmethod
     def hash_key(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
+
+
+class AgentSession(models.Model):
+    """One signed-in session of an agent (agents/sessions.py, docs/security.md
+    "Sessions"): the settings page lists them and signs them out.
+
+    The session key is a bearer secret. ``key_hash`` (its SHA-256) finds the
+    row of the session a request carries; ``sealed_key`` is the key encrypted
+    with a key derived from ``SECRET_KEY``, opened only to delete the session
+    from the session store when the agent signs it out from the list.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="signed_in_sessions")
+    key_hash = models.CharField(max_length=64, unique=True)
+    sealed_key = models.TextField()
+    signed_in_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-last_seen_at", "-id"]
+        verbose_name = "signed-in session"
+        verbose_name_plural = "signed-in sessions"
+
+    def __str__(self) -> str:
+        return f"session of {self.agent.email} since {self.signed_in_at:%Y-%m-%d %H:%M}"
 
 
 class OnlineSpan(models.Model):
@@ -426,6 +456,10 @@ class Chat(models.Model):
     rating = models.CharField(max_length=10, choices=Rating.choices, blank=True)
     # What the client wrote beside the rating at the chat's end (the widget).
     rating_comment = models.TextField(blank=True, max_length=CLIENT_TEXT_LIMIT)
+    # The consent text the client accepted before the chat's first message
+    # (the widget's, docs/widget.md "Consent"): its version, and when.
+    consent_version = models.PositiveIntegerField(null=True, blank=True)
+    consent_at = models.DateTimeField(null=True, blank=True)
     blacklisted = models.BooleanField(default=False)
     # The CRM side panel (chat_accepted reply, setCustomData).
     custom_data = models.JSONField(default=list, blank=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from agents import attachments, audit
 from agents.models import Agent, Call, Chat, Client, Message, OfflineMessage
+from agents.selectors import consent_of
 from agents.services.privacy import client_key
 
 
@@ -35,6 +36,7 @@ def _chat(chat: Chat) -> dict[str, Any]:
         "finished": _time(chat.finished_at),
         "rating": chat.rating,
         "rating_comment": chat.rating_comment,
+        "consent": consent_of(chat),
         "labels": [label.name for label in chat.labels.all()],
         "custom_data": chat.custom_data,
         "contact_info": chat.contact_info,

@@ -29,7 +29,7 @@ from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents import audit
+from agents import audit, sessions
 from agents.models import Agent
 from agents.services import ServiceError
 
@@ -147,8 +147,9 @@ def begin_enrolment(*, agent: Agent) -> TOTPDevice:
     return TOTPDevice.objects.create(user=agent, name=APP_DEVICE, confirmed=False)
 
 
-def confirm_enrolment(*, agent: Agent, code: str) -> Enrolled:
-    """The app's first code confirms it; ten recovery codes are made."""
+def confirm_enrolment(*, agent: Agent, code: str, keep_session_key: str | None = None) -> Enrolled:
+    """The app's first code confirms it; ten recovery codes are made. The
+    agent's other sessions than ``keep_session_key``'s are signed out."""
     device = pending_enrolment(agent=agent)
     if device is None:
         raise SecondFactorRefused("Start the set-up again: it was not started or has ended.")
@@ -160,12 +161,13 @@ def confirm_enrolment(*, agent: Agent, code: str) -> Enrolled:
         if not confirmed:  # another request confirmed it first
             raise SecondFactorRefused("Two-factor sign-in is on already.")
         device.refresh_from_db()
-        return _enabled(agent=agent, device=device, actor=agent)
+        return _enabled(agent=agent, device=device, actor=agent, keep_session_key=keep_session_key)
 
 
-def disable(*, agent: Agent, proof: str) -> None:
+def disable(*, agent: Agent, proof: str, keep_session_key: str | None = None) -> None:
     """The agent turns it off, proving it is them: a code from the app or the
-    password (a borrowed session has neither)."""
+    password (a borrowed session has neither). The agent's other sessions
+    than ``keep_session_key``'s are signed out."""
     device = TOTPDevice.objects.filter(user=agent, confirmed=True).first()
     if device is None:
         raise SecondFactorRefused("Two-factor sign-in is off already.")
@@ -177,14 +179,15 @@ def disable(*, agent: Agent, proof: str) -> None:
     if not proven:
         raise SecondFactorRefused("Type a code from your app, or your password.")
     with transaction.atomic():
-        _remove(agent=agent, actor=agent)
+        _remove(agent=agent, actor=agent, keep_session_key=keep_session_key)
 
 
 @transaction.atomic
 def reset(*, agent: Agent, by: Agent) -> bool:
     """An admin removes ``agent``'s second factor (a lost phone and lost
-    codes): the agent signs in with the password alone, and sets it up again
-    (at once, if REQUIRE_2FA asks it of them). False: there was none."""
+    codes): every session of the agent ends, and the agent signs in with the
+    password alone and sets it up again (at once, if REQUIRE_2FA asks it of
+    them). False: there was none."""
     return _remove(agent=agent, actor=by, how="reset")
 
 
@@ -201,28 +204,52 @@ def enrol_for_command(*, agent: Agent, replace: bool = False) -> Enrolled:
     return _enabled(agent=agent, device=device, actor=audit.COMMAND_LINE)
 
 
-def _enabled(*, agent: Agent, device: TOTPDevice, actor: Agent | str) -> Enrolled:
+def _enabled(
+    *, agent: Agent, device: TOTPDevice, actor: Agent | str, keep_session_key: str | None = None
+) -> Enrolled:
     StaticDevice.objects.filter(user=agent).delete()
     recovery = StaticDevice.objects.create(user=agent, name=RECOVERY_DEVICE, confirmed=True)
     codes = [StaticToken.random_token() for _ in range(RECOVERY_CODES)]
     StaticToken.objects.bulk_create(StaticToken(device=recovery, token=code) for code in codes)
-    _changed(agent=agent, action=audit.Action.SECOND_FACTOR_ENABLED, actor=actor)
+    _changed(
+        agent=agent,
+        action=audit.Action.SECOND_FACTOR_ENABLED,
+        actor=actor,
+        keep_session_key=keep_session_key,
+    )
     return Enrolled(device=device, recovery_codes=codes)
 
 
-def _remove(*, agent: Agent, actor: Agent | str, how: str = "") -> bool:
+def _remove(
+    *, agent: Agent, actor: Agent | str, how: str = "", keep_session_key: str | None = None
+) -> bool:
     had = has_second_factor(agent=agent)
     TOTPDevice.objects.filter(user=agent).delete()
     StaticDevice.objects.filter(user=agent).delete()
     if had:
-        _changed(agent=agent, action=audit.Action.SECOND_FACTOR_DISABLED, actor=actor, how=how)
+        _changed(
+            agent=agent,
+            action=audit.Action.SECOND_FACTOR_DISABLED,
+            actor=actor,
+            how=how,
+            keep_session_key=keep_session_key,
+        )
     return had
 
 
-def _changed(*, agent: Agent, action: audit.Action, actor: Agent | str, how: str = "") -> None:
+def _changed(
+    *,
+    agent: Agent,
+    action: audit.Action,
+    actor: Agent | str,
+    how: str = "",
+    keep_session_key: str | None = None,
+) -> None:
     """The one place an agent's second factor is known to have changed (in
-    the change's transaction): the audit entry, and whatever else must follow
-    such a change (signing out the agent's other sessions belongs here)."""
+    the change's transaction): the audit entry, and every session of the
+    agent but ``keep_session_key``'s (the one that made the change, if it
+    was the agent's own) signed out."""
     detail = {"how": how} if how else {}  # "reset" by an admin, "replaced" by the command
     audit.record(action, actor=actor, target=audit.of_agent(agent), **detail)
+    sessions.sign_out_other_sessions(agent=agent, keep_session_key=keep_session_key, by=actor)
     logger.info("%s agent=%s", action.value, agent.pk)

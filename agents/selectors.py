@@ -373,3 +373,12 @@ def recent_waits(*, channel_id: int) -> list[float]:
     pairs = accepted.order_by("-accepted_at").values_list("queued_at", "accepted_at")
     recent = pairs[:RECENT_WAITS]
     return [(taken - queued).total_seconds() for queued, taken in recent if queued and taken]
+
+
+def consent_of(chat: Chat) -> dict[str, Any] | None:
+    """The consent text the client accepted before the chat's first message
+    (the widget's, docs/widget.md "Consent"), as the agent API and a client's
+    export give it; ``None`` when none was asked."""
+    if chat.consent_at is None:
+        return None
+    return {"version": chat.consent_version, "accepted_at": chat.consent_at.isoformat()}

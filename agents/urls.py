@@ -55,6 +55,17 @@ urlpatterns = [
     path("settings/two-factor/begin", second_factor.begin_setup, name="second-factor-begin"),
     path("settings/two-factor/confirm", second_factor.confirm_setup, name="second-factor-confirm"),
     path("settings/two-factor/off", second_factor.turn_off, name="second-factor-off"),
+    path("settings/token/revoke", settings.revoke_token, name="revoke-token"),
+    path(
+        "settings/sessions/<int:session_id>/sign-out",
+        settings.sign_out_session,
+        name="sign-out-session",
+    ),
+    path(
+        "settings/sessions/sign-out-others",
+        settings.sign_out_other_sessions,
+        name="sign-out-other-sessions",
+    ),
     path("chats/<int:chat_id>/", views.home, name="chat"),
     path("chats/<int:chat_id>/accept", views.accept, name="accept"),
     path("chats/<int:chat_id>/decline", views.decline, name="decline"),

@@ -113,6 +113,8 @@ MIDDLEWARE = [
     "agents.audit.address_middleware",
     # An agent's page request is a sign of life (docs/routing.md, "Presence").
     "agents.presence.seen_middleware",
+    # A signed-in session's last sign of life (agents/sessions.py).
+    "agents.sessions.seen_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a refused sign-in into the locked page.

@@ -111,6 +111,9 @@ class WebhookDelivery(models.Model):
         return f"chat {self.chat_id} → delivery {self.delivery_id}"
 
 
+CONSENT_TEXT_LIMIT = 2000
+
+
 class WidgetChannel(models.Model):
     """A website chat widget: one ``<script>`` on the site owner's pages
     (docs/widget.md). Its ``widget_id`` is the channel's public id."""
@@ -152,6 +155,16 @@ class WidgetChannel(models.Model):
     )
     prechat_phone = models.CharField(
         "pre-chat: phone", max_length=8, choices=Ask.choices, default=Ask.OFF
+    )
+    # Consent (docs/widget.md, "Consent"): accepted before a chat's first
+    # message; the version goes up whenever the text changes.
+    consent_text = models.TextField(
+        blank=True, max_length=CONSENT_TEXT_LIMIT,
+        help_text="Shown to the visitor, who accepts it before their first message; "
+        "empty: none asked.",
+    )  # fmt: skip
+    consent_version = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Goes up whenever the consent text changes."
     )
     # Proactive invitations (docs/widget.md, "Rules"); svc_api.setRules replaces
     # them in one visitor's browser only.

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from agents import transcripts
 from agents.content import ContentError, clean_content
 from agents.models import Call, Chat, Client, Label, Message
+from agents.selectors import consent_of
 from config.text import TEXT_LIMIT
 
 AGENT_TEXT_LIMIT = TEXT_LIMIT
@@ -114,6 +115,10 @@ class ChatDetailOut(ChatOut):
     department = serializers.CharField(source="department.name", default=None)
     rating = serializers.CharField()
     rating_comment = serializers.CharField(help_text="What the client wrote beside the rating")
+    consent = serializers.SerializerMethodField(
+        help_text="The consent text the client accepted before the first message "
+        "(the widget's): {version, accepted_at}, or null"
+    )
     blacklisted = serializers.BooleanField()
     custom_data = serializers.JSONField()
     contact_info = serializers.JSONField()
@@ -123,6 +128,9 @@ class ChatDetailOut(ChatOut):
     crm_assigned = serializers.DateTimeField(source="crm_assigned_at", allow_null=True)
     accepted = serializers.DateTimeField(source="accepted_at")
     finished = serializers.DateTimeField(source="finished_at")
+
+    def get_consent(self, chat: Chat) -> dict[str, Any] | None:
+        return consent_of(chat)
 
 
 class CallOut(serializers.Serializer[Any]):

@@ -74,7 +74,7 @@ class NewPasswordForm(SetPasswordForm):
     set by the service verb."""
 
     def save(self, commit: bool = True) -> Agent:
-        return accounts.set_password(agent=self.user, password=self.cleaned_data["new_password1"])
+        return accounts.reset_password(agent=self.user, password=self.cleaned_data["new_password1"])
 
 
 class ResetView(auth_views.PasswordResetConfirmView):

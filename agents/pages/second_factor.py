@@ -20,7 +20,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from agents import ratelimit, second_factor
+from agents import ratelimit, second_factor, sessions
 from agents.models import Agent
 from agents.pages.workspace import _agent
 
@@ -114,7 +114,7 @@ def signin_code(request: HttpRequest) -> HttpResponse:
     except second_factor.SecondFactorRefused as error:
         context = {"next": target, "error": error.message}
         return render(request, "agents/signin_code.html", context, status=400)
-    request.session.cycle_key()  # a new session id for the now stronger session
+    sessions.cycle_key(request)  # a new session id for the now stronger session
     django_otp.login(request, device)
     if device.name == second_factor.RECOVERY_DEVICE:
         left = second_factor.recovery_codes_left(agent=agent)
@@ -168,7 +168,9 @@ def confirm_setup(request: HttpRequest) -> HttpResponse:
         return _setup(request, agent, TOO_MANY, status=429)
     try:
         enrolled = second_factor.confirm_enrolment(
-            agent=agent, code=request.POST.get("code", "")[:100]
+            agent=agent,
+            code=request.POST.get("code", "")[:100],
+            keep_session_key=request.session.session_key,
         )
     except second_factor.SecondFactorRefused as error:
         return _setup(request, agent, error.message, status=400)
@@ -187,7 +189,11 @@ def turn_off(request: HttpRequest) -> HttpResponse:
         messages.error(request, TOO_MANY)
         return redirect(reverse("agent:settings") + "#two-factor")
     try:
-        second_factor.disable(agent=agent, proof=request.POST.get("proof", "")[:4096])
+        second_factor.disable(
+            agent=agent,
+            proof=request.POST.get("proof", "")[:4096],
+            keep_session_key=request.session.session_key,
+        )
     except second_factor.SecondFactorRefused as error:
         messages.error(request, error.message)
     else:

@@ -1,6 +1,6 @@
 """The agent's own settings: name, photo, notifications, the password,
-two-factor sign-in, a new API token (docs/agent-pages.md, "Settings",
-"Passwords" and "Two-factor sign-in")."""
+two-factor sign-in, the API token, the signed-in sessions
+(docs/agent-pages.md, "Settings", "Passwords" and "Two-factor sign-in")."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from agents import accounts, ratelimit, second_factor, services, tokens
-from agents.models import Agent, ApiToken
+from agents import accounts, ratelimit, second_factor, services, sessions, tokens
+from agents.models import Agent, AgentSession, ApiToken
 from agents.pages.second_factor import NEW_RECOVERY_CODES
 from agents.pages.workspace import _agent
 
@@ -69,6 +68,7 @@ def _page(
     # A token made by the POST below is shown here once: it waits in the
     # session (never in a URL or a cookie) and is gone after this page.
     new_token = request.session.pop(NEW_TOKEN, None)
+    this_one = sessions.hash_key(request.session.session_key or "")
     context = {
         "new_token": new_token,
         # Likewise the recovery codes, made when two-factor sign-in was turned on.
@@ -76,8 +76,9 @@ def _page(
         "has_second_factor": second_factor.has_second_factor(agent=agent),
         "second_factor_required": second_factor.must_have_second_factor(agent=agent),
         "recovery_codes_left": second_factor.recovery_codes_left(agent=agent),
-        "has_token": ApiToken.objects.filter(agent=agent).exists(),
+        "token": ApiToken.objects.filter(agent=agent).first(),
         "password_form": password_form or PasswordChangeForm(),
+        "sessions": [(row, row.key_hash == this_one) for row in sessions.sessions_of(agent)],
     }
     return render(request, "agents/settings.html", context, status=status)
 
@@ -87,7 +88,7 @@ def _page(
 @require_POST
 def change_password(request: HttpRequest) -> HttpResponse:
     """Current password, then the new one twice. This session stays signed
-    in; every other session of the agent ends (the password's hash changed)."""
+    in; every other session of the agent ends now."""
     agent = _agent(request)
     form = PasswordChangeForm(request.POST)
     if not form.is_valid():
@@ -102,12 +103,13 @@ def change_password(request: HttpRequest) -> HttpResponse:
             agent=agent,
             old_password=form.cleaned_data["old_password"],
             new_password=form.cleaned_data["new_password1"],
+            keep_session_key=request.session.session_key,
         )
     except accounts.PasswordRefused as error:
         field = "old_password" if isinstance(error, accounts.WrongPassword) else "new_password1"
         form.add_error(field, error.message)
         return _page(request, agent, form, status=400)
-    update_session_auth_hash(request, agent)
+    sessions.keep_this_session(request, agent)
     messages.success(request, "Your password is changed; your other sessions are signed out.")
     return redirect("agent:settings")
 
@@ -117,4 +119,40 @@ def change_password(request: HttpRequest) -> HttpResponse:
 def new_token(request: HttpRequest) -> HttpResponse:
     """A new API token, replacing the old one (which stops working at once)."""
     request.session[NEW_TOKEN] = tokens.issue_token(agent=_agent(request))
+    return redirect("agent:settings")
+
+
+@login_required
+@require_POST
+def revoke_token(request: HttpRequest) -> HttpResponse:
+    """The API token stops working, its open streams included."""
+    agent = _agent(request)
+    tokens.revoke_token(agent=agent, by=agent)
+    messages.success(request, "Your API token is revoked.")
+    return redirect("agent:settings")
+
+
+@login_required
+@require_POST
+def sign_out_session(request: HttpRequest, session_id: int) -> HttpResponse:
+    """One other session of the agent's own ends (another's, or this one: 404)."""
+    try:
+        sessions.sign_out_session(
+            agent=_agent(request),
+            session_id=session_id,
+            keep_session_key=request.session.session_key,
+        )
+    except AgentSession.DoesNotExist as error:
+        raise Http404 from error
+    messages.success(request, "That session is signed out.")
+    return redirect("agent:settings")
+
+
+@login_required
+@require_POST
+def sign_out_other_sessions(request: HttpRequest) -> HttpResponse:
+    count = sessions.sign_out_other_sessions(
+        agent=_agent(request), keep_session_key=request.session.session_key
+    )
+    messages.success(request, f"Signed out {count} other session{'' if count == 1 else 's'}.")
     return redirect("agent:settings")

@@ -577,6 +577,17 @@ def rate_chat(*, chat: Chat, rating: str, comment: str = "") -> Chat:
 
 
 @transaction.atomic
+def record_consent(*, chat: Chat, version: int) -> Chat:
+    """The client accepted version ``version`` of its channel's consent text
+    before the chat's first message (the widget's, docs/widget.md): kept with
+    the chat, with the time, for agents and the client's export."""
+    now = timezone.now()
+    Chat.objects.filter(pk=chat.pk).update(consent_version=version, consent_at=now)
+    chat.consent_version, chat.consent_at = version, now
+    return chat
+
+
+@transaction.atomic
 def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = "") -> Chat:
     """Blacklist the client of ``chat`` (an abusive or spamming client): the
     chat is finished (its ``chat_finished`` says ``blacklisted``), and from

@@ -97,7 +97,7 @@ class WidgetChannelForm(forms.ModelForm[WidgetChannel]):
         model = WidgetChannel
         fields = [
             "title", "color", "color2", "departments", "offline_form", "waiting_text",
-            "prechat_name", "prechat_email", "prechat_phone", "rules",
+            "prechat_name", "prechat_email", "prechat_phone", "consent_text", "rules",
         ]  # fmt: skip
         field_classes = {"rules": RulesField}
         help_texts = {
@@ -139,7 +139,9 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
     list_select_related = ["channel"]
     search_fields = ["channel__name", "channel__public_id", "title"]
     filter_horizontal = ["departments"]
-    readonly_fields = ["widget_id", "embed_code_field", "stub_code_field", "channel_page"]
+    readonly_fields = [
+        "widget_id", "embed_code_field", "stub_code_field", "channel_page", "consent_version",
+    ]  # fmt: skip
 
     class Media:
         js = ["admin/copy.js"]
@@ -149,7 +151,7 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
         channel = ("name", "agents", "active", "callback")
         looks = (
             "title", "color", "color2", "departments", "offline_form", "waiting_text",
-            "prechat_name", "prechat_email", "prechat_phone", "rules",
+            "prechat_name", "prechat_email", "prechat_phone", "consent_text", "rules",
         )  # fmt: skip
         if obj is None:
             return [("Channel", {"fields": channel}), ("Widget", {"fields": looks})]
@@ -157,7 +159,7 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
         return [
             ("Put this on the site's pages", {"fields": code}),
             ("Channel", {"fields": (*channel, "channel_page")}),
-            ("Widget", {"fields": looks}),
+            ("Widget", {"fields": (*looks, "consent_version")}),
         ]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -221,6 +223,9 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
         if callback.pk is None or callback.enabled != data["callback"]:
             callback.enabled = data["callback"]
             callback.save()
+        if "consent_text" in form.changed_data:
+            # A new text is a new version: chats keep which one was accepted.
+            obj.consent_version += 1
         obj.save()
         if change:
             audit.record(

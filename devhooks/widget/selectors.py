@@ -49,6 +49,10 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
         "offline_form": widget.offline_form,
         "waiting_text": widget.waiting_text or WAITING_TEXT,
         "prechat": widget.prechat,
+        # Accepted before a chat's first message; null: none asked.
+        "consent": {"text": widget.consent_text, "version": widget.consent_version}
+        if widget.consent_text.strip()
+        else None,
         "callback": {"enabled": not reason, "reason": reason},
         "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
         "rules": widget.rules if isinstance(widget.rules, dict) else {},

@@ -118,6 +118,17 @@ class DepartmentId(BodyField):
         return id_from(str(data))
 
 
+class ConsentVersion(BodyField):
+    """The version of the consent text the visitor accepted, ``None`` for none."""
+
+    def to_internal_value(self, data: Any) -> int | None:
+        if data is None:
+            return None
+        if not isinstance(data, int) or isinstance(data, bool) or data < 0:
+            raise serializers.ValidationError("consent_version must be a whole number")
+        return data
+
+
 class Invitation(BodyField):
     """The invitation the visitor answers, ``""`` when there is none."""
 
@@ -201,6 +212,7 @@ class MessageIn(VisitIn):
     text = MessageText()
     department_id = DepartmentId()
     invitation = Invitation()
+    consent_version = ConsentVersion()
 
 
 class TypingIn(VisitIn):

@@ -36,9 +36,16 @@ logger = logging.getLogger(__name__)
 
 
 class WidgetError(Exception):
-    def __init__(self, message: str) -> None:
+    """``code``: the error body's, when it is not the status's own."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
+        self.message, self.code = message, code
+
+
+# A chat's first message without acceptance of the widget's current consent
+# text (docs/widget.md, "Consent").
+CONSENT_REQUIRED = "consent_required"
 
 
 # --- widget channels (operators) ---------------------------------------------
@@ -227,8 +234,27 @@ def _prechat_missing(widget: WidgetChannel, client: Client) -> str:
     missing = [field for field in required if not known[field].strip()]
     if not missing:  # most channels: no question, no query
         return ""
+    return missing[0] if _opens_a_chat(client) else ""
+
+
+def _opens_a_chat(client: Client) -> bool:
+    """Whether the visitor's next message opens a chat (it has none open)."""
     chat = current_chat(client)
-    return "" if chat is not None and chat.state != Chat.State.FINISHED else missing[0]
+    return chat is None or chat.state == Chat.State.FINISHED
+
+
+def _consent_asked(widget: WidgetChannel, client: Client, accepted: int | None) -> bool:
+    """Whether this message must carry the consent's acceptance (the chat's
+    first, on a widget with a consent text); refused when it does not carry
+    the current version's."""
+    if not widget.consent_text.strip() or not _opens_a_chat(client):
+        return False
+    if accepted != widget.consent_version:
+        raise WidgetError(
+            f"accept the consent text (version {widget.consent_version}) before the first message",
+            code=CONSENT_REQUIRED,
+        )
+    return True
 
 
 @transaction.atomic
@@ -239,9 +265,11 @@ def send_message(
     *,
     department_id: int | None = None,
     invitation: str = "",
+    consent_version: int | None = None,
 ) -> Message:
     """The visitor's message; the first one opens a chat (with the bot when the
-    channel has one). An invitation the visitor answers is kept for agents.
+    channel has one). An invitation the visitor answers is kept for agents;
+    the consent the first one accepts (``consent_version``) with the chat.
 
     A department the widget does not offer (any more) opens the chat without
     one rather than keeping the visitor from writing.
@@ -252,11 +280,15 @@ def send_message(
     missing = _prechat_missing(widget, client)
     if missing:
         raise WidgetError(f"give your {PRECHAT_FIELDS[missing]} before the first message")
+    consented = _consent_asked(widget, client, consent_version)
     if invitation:
         chats.update_client_contact(client=client, contact={"invite_text": invitation})
-    return chats.post_client_message(
+    message = chats.post_client_message(
         client=client, content=Content("text", text, {}), department=department
     )
+    if consented:
+        chats.record_consent(chat=message.chat, version=widget.consent_version)
+    return message
 
 
 def set_typing(client: Client, typing: bool) -> None:

@@ -152,6 +152,7 @@ def _message(visit: Visit) -> dict[str, Any]:
         data["text"],
         department_id=data["department_id"],
         invitation=data["invitation"],
+        consent_version=data["consent_version"],
     )
     return {
         "message_id": message.pk,
@@ -280,7 +281,7 @@ def _visitor_action(request: HttpRequest, widget_id: str, action: str) -> HttpRe
         with transaction.atomic():
             answer = answer_for(visit)
     except WidgetError as error:  # rolled back: a visitor made for it too
-        inbound.refuse(400, error.message)
+        inbound.refuse(400, error.message, error.code)
     answer = {"result": "ok", **answer}
     if visit.new_token:
         answer["token"] = visit.new_token

@@ -80,7 +80,11 @@
       }).then(function (r) {
         return r.json().then(function (j) {
           if (j && j.token) remember(j.token, j.last_event_id);
-          if (!r.ok) throw new Error((j && j.error && j.error.message) || 'HTTP ' + r.status);
+          if (!r.ok) {
+            var error = new Error((j && j.error && j.error.message) || 'HTTP ' + r.status);
+            error.code = j && j.error && j.error.code;
+            throw error;
+          }
           return j;
         });
       });
@@ -386,6 +390,26 @@
     return f;
   }
 
+  // Consent (docs/widget.md): a channel's text the visitor accepts before a
+  // chat's first message. Nothing is sent without it: no Accept, no chat.
+  function consentDue() {
+    var c = S.cfg.consent;
+    if (!c || (S.chat && S.chat.state !== 'finished')) return false;
+    return get(local, '_consent') !== String(c.version);
+  }
+  function consentView() {
+    var c = S.cfg.consent;
+    return h('div', { class: 'form consent', 'data-testid': 'svc-consent' }, [
+      h('p', { class: 'consent-text', 'data-testid': 'svc-consent-text', text: c.text }),
+      h('p', { text: 'To chat with us, please accept this first.' }),
+      h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-consent-accept', text: 'Accept', onclick: function () {
+        put(local, '_consent', String(c.version));
+        ui.consent = null;
+        render(true);
+      } })
+    ]);
+  }
+
   function build() {
     host = h('div', { id: 'svc-widget', 'data-widget-id': WID });
     root = host.attachShadow({ mode: 'open' });
@@ -497,15 +521,18 @@
     var offline = chatMode() === 'offline' && !open && (!S.messages.length || S.fresh);
     var view = S.refused ? 'unavailable' : S.view;
     if (view === 'chat' && offline) view = S.cfg.offline_form ? 'offline' : 'closed';
-    else if (view === 'chat' && !ended && prechatDue()) {
+    else if (view === 'chat' && !ended && consentDue()) {
+      view = 'consent';
+      ui.consent = ui.consent || consentView(); // the text as the channel has it now
+    } else if (view === 'chat' && !ended && prechatDue()) {
       view = 'prechat';
       ui.prechat = ui.prechat || prechatForm(); // made when due: the channel's settings as they are now
       ui.prechatInvitation.textContent = S.invitation;
       ui.prechatInvitation.hidden = !S.invitation;
     }
-    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat, unavailable: ui.unavailable }[view];
-    // The offline and pre-chat forms ask for the name themselves.
-    ui.introduce.hidden = view === 'offline' || view === 'prechat' || view === 'unavailable';
+    var el = { chat: ui.chatView, offline: ui.offline, closed: ui.closed, call: ui.call, contact: ui.contact, prechat: ui.prechat, consent: ui.consent, unavailable: ui.unavailable }[view];
+    // The offline and pre-chat forms ask for the name themselves; nothing is asked before consent.
+    ui.introduce.hidden = view === 'offline' || view === 'prechat' || view === 'consent' || view === 'unavailable';
     if (ui.views.firstChild !== el) {
       while (ui.views.firstChild) ui.views.removeChild(ui.views.firstChild);
       ui.views.appendChild(el);
@@ -566,6 +593,8 @@
     var body = { text: text, page: page(), landing_url: landing };
     if (first && S.department) body.department_id = S.department;
     if (first && S.invitation) body.invitation = S.invitation;
+    var accepted = get(local, '_consent');
+    if (first && S.cfg.consent && accepted !== null) body.consent_version = +accepted;
     S.typingSent = 0;
     return call('message', body).then(function (j) {
       add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '', created: j.created }, false);
@@ -583,7 +612,11 @@
         fire('onClientStartChat', { chat_id: j.chat_id });
       }
       render();
-    }, function (e) { note('Not sent: ' + e.message); });
+    }, function (e) {
+      note('Not sent: ' + e.message);
+      // The consent text changed since this page loaded: show the new one.
+      if (e.code === 'consent_required') { put(local, '_consent', null); ui.consent = null; refresh().then(function () { render(true); }); }
+    });
   }
   function onInput() {
     var now = Date.now();
@@ -982,6 +1015,7 @@
     '.status{min-height:1em;margin:4px 0}',
     '.error{color:#b3261e}',
     '.done{padding:14px}',
+    '.consent-text{white-space:pre-wrap;overflow-wrap:anywhere}',
     '.icon{width:20px;height:20px;flex:none;fill:none;stroke:currentColor;stroke-width:2;stroke-linecap:round;stroke-linejoin:round;vertical-align:middle}',
     '.close .icon{width:24px;height:24px}',
     '.end{padding:10px;text-align:center;border-top:1px solid #d0d7de}',

@@ -25,8 +25,8 @@ from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from rest_framework.test import APIClient
 
-from agents import audit, second_factor
-from agents.models import Agent, ApiToken, AuditEntry
+from agents import audit, second_factor, sessions
+from agents.models import Agent, AgentSession, ApiToken, AuditEntry
 from agents.pages.second_factor import CODE_TRIES
 from agents.tokens import issue_token
 from tests.factories import AgentFactory
@@ -420,3 +420,64 @@ def test_enrol_totp_for_an_unknown_address_fails_with_a_message(
     captured = capsys.readouterr()
     assert "no agent with email nobody@example.com" in captured.err
     assert captured.out == ""
+
+
+# --- a change of the second factor signs out the other sessions ------------------
+
+
+def session_row(browser: Browser) -> AgentSession | None:
+    key_hash = sessions.hash_key(browser.cookies["sessionid"].value)
+    return AgentSession.objects.filter(key_hash=key_hash).first()
+
+
+def test_turning_it_on_and_off_signs_out_the_agents_other_sessions_and_keeps_this_one() -> None:
+    ann = AgentFactory.create()
+    here, elsewhere = password_step(ann), password_step(ann)
+    here.post("/agent/settings/two-factor/begin")
+    device = TOTPDevice.objects.get(user=ann)
+
+    on = here.post("/agent/settings/two-factor/confirm", {"code": code_for(device)})
+
+    assert landing(on) == "/agent/settings/#two-factor"
+    assert here.get("/agent/settings/").status_code == 200
+    assert landing(elsewhere.get("/agent/settings/")).startswith("/agent/login/")
+    assert AgentSession.objects.filter(agent=ann).count() == 1
+    [signed_out] = entries("session.signed_out")
+    assert signed_out.actor == ann and signed_out.detail["sessions"] == 1
+
+    third = password_step(ann)
+    TOTPDevice.objects.get(pk=device.pk).throttle_reset()
+    assert landing(third.post(CODE_PAGE, {"code": code_for(device, steps_ahead=1)})) == "/agent/"
+    off = here.post("/agent/settings/two-factor/off", {"proof": PASSWORD})
+    assert landing(off) == "/agent/settings/#two-factor"
+    assert not second_factor.has_second_factor(agent=ann)
+    assert here.get("/agent/settings/").status_code == 200
+    assert landing(third.get("/agent/")).startswith("/agent/login/")
+
+
+def test_the_code_step_gives_the_session_a_new_key_and_its_row_follows() -> None:
+    ann = AgentFactory.create()
+    device = enrolled(ann).device
+    browser = password_step(ann)
+    before = browser.cookies["sessionid"].value
+
+    assert landing(browser.post(CODE_PAGE, {"code": code_for(device)})) == "/agent/"
+
+    assert browser.cookies["sessionid"].value != before
+    row = session_row(browser)
+    assert row is not None and row.agent == ann
+    assert AgentSession.objects.filter(agent=ann).count() == 1
+
+
+def test_an_admins_reset_signs_out_every_session_of_the_agent() -> None:
+    boss, ann = AgentFactory.create(role="admin"), AgentFactory.create()
+    device = enrolled(ann).device
+    anns = password_step(ann)
+    assert landing(anns.post(CODE_PAGE, {"code": code_for(device)})) == "/agent/"
+
+    assert second_factor.reset(agent=ann, by=boss)
+
+    assert landing(anns.get("/agent/")).startswith("/agent/login/")
+    assert not AgentSession.objects.filter(agent=ann).exists()
+    [signed_out] = entries("session.signed_out")
+    assert signed_out.actor == boss

@@ -16,8 +16,8 @@ import requests
 from django.test import Client as Browser
 from django.utils import timezone
 
-from agents import live, services
-from agents.models import Agent, ApiToken, Chat, LiveEvent
+from agents import live, services, sessions
+from agents.models import Agent, AgentSession, ApiToken, Chat, LiveEvent
 from agents.tokens import issue_token, revoke_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
@@ -309,24 +309,50 @@ def test_a_revoked_token_ends_its_stream_before_the_next_message(
         stream.close()
 
 
-def test_signing_out_ends_the_page_stream(
-    web: WebServer, alice: Agent, chat_api: ChatApiChannel
+def sign_out_itself(here: Browser, there: Browser) -> None:
+    there.logout()
+
+
+def sign_out_from_the_list(here: Browser, there: Browser) -> None:
+    key = there.cookies["sessionid"].value
+    row = AgentSession.objects.get(key_hash=sessions.hash_key(key))
+    assert here.post(f"/agent/settings/sessions/{row.pk}/sign-out").status_code == 302
+
+
+def sign_out_the_others(here: Browser, there: Browser) -> None:
+    assert here.post("/agent/settings/sessions/sign-out-others").status_code == 302
+
+
+@pytest.mark.parametrize("sign_out", [sign_out_itself, sign_out_from_the_list, sign_out_the_others])
+def test_signing_out_ends_the_page_stream_and_another_session_streams_on(
+    web: WebServer,
+    alice: Agent,
+    chat_api: ChatApiChannel,
+    sign_out: Callable[[Browser, Browser], None],
 ) -> None:
-    browser = Browser()
-    browser.force_login(alice)
-    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    """Signed out by itself, or from another session's settings page."""
+    here, there = Browser(), Browser()
+    here.force_login(alice)
+    there.force_login(alice)
+    cookie = f"sessionid={there.cookies['sessionid'].value}"
     stream = Reader(f"{web.base_url}/agent/stream", Cookie=cookie)
     try:
         post_a2(web, chat_api, "hello page")
         assert stream.until("message").data["message"]["text"] == "hello page"
 
-        browser.logout()
+        sign_out(here, there)
         post_a2(web, chat_api, "my card is 4111 1111 1111 1111")
 
         assert stream.ended()
         assert all("4111" not in json.dumps(event.data) for event in stream.drain())
         again = requests.get(f"{web.base_url}/agent/stream", headers={"Cookie": cookie}, timeout=5)
         assert again.status_code == 403
+        mine = f"sessionid={here.cookies['sessionid'].value}"
+        kept = requests.get(
+            f"{web.base_url}/agent/stream", headers={"Cookie": mine}, timeout=5, stream=True
+        )
+        assert kept.status_code == 200
+        kept.close()
     finally:
         stream.close()
 

@@ -403,6 +403,58 @@ def test_the_pre_chat_form_asks_what_the_channel_wants_before_the_first_message(
     assert errors == []
 
 
+# --- consent ------------------------------------------------------------------------
+
+
+CONSENT = "We keep this chat for 90 days to answer you.\nRead our privacy notice."
+
+
+def test_the_consent_text_is_accepted_before_the_first_message_and_asked_again_when_it_changes(
+    page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,  # noqa: F811
+) -> None:  # fmt: skip
+    WidgetChannel.objects.filter(pk=widget.pk).update(consent_text=CONSENT, consent_version=3)
+    errors = watch(page)
+    page.goto(shop_page(site, web_process.url, widget, head=VIEWPORT))
+    wait_loaded(page)
+    page.get_by_test_id("svc-label").click()
+
+    # The text first, with Accept; no message box, no form asking who the visitor is.
+    consent = page.get_by_test_id("svc-consent")
+    expect(consent).to_be_visible()
+    expect(page.get_by_test_id("svc-consent-text")).to_have_text(CONSENT)
+    expect(page.get_by_test_id("svc-input")).to_have_count(0)
+    expect(page.get_by_test_id("svc-introduce")).to_be_hidden()
+    assert fully_in_sight(in_sight(page, "svc-consent"))
+    accept = consent.get_by_role("button", name="Accept")
+    expect(accept).to_be_focused()
+    accept.click()
+    expect(page.get_by_test_id("svc-input")).to_be_focused(timeout=LIVE)
+
+    # Meanwhile the admin changes the text: the first message is refused,
+    # and the new text is shown to accept.
+    changed = "We keep this chat for 30 days."
+    WidgetChannel.objects.filter(pk=widget.pk).update(consent_text=changed, consent_version=4)
+    box = page.get_by_test_id("svc-input")
+    box.fill("Is the blue one in stock?")
+    box.press("Enter")
+    expect(page.get_by_test_id("svc-consent-text")).to_have_text(changed, timeout=LIVE)
+    assert not Chat.objects.exists()
+    page.get_by_test_id("svc-consent").get_by_role("button", name="Accept").click()
+    say(page, "Is the blue one in stock?")
+
+    chat = Chat.objects.get(channel=widget.channel)
+    assert chat.consent_version == 4 and chat.consent_at is not None
+
+    # Accepted once: a reload goes straight to the chat.
+    page.reload()
+    wait_loaded(page)
+    page.evaluate("svc_api.open()")
+    expect(page.get_by_test_id("svc-input")).to_be_visible()
+    expect(page.get_by_test_id("svc-consent")).to_have_count(0)
+    assert errors == []
+
+
 def test_a_visitor_who_gives_a_new_address_is_told_to_open_the_link_mailed_to_it(
     page: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
     alice: Agent,  # noqa: F811

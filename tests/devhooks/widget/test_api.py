@@ -195,6 +195,7 @@ def test_a_page_load_gets_the_widgets_config(widget: WidgetChannel, billing: Dep
             "offline_form": True,
             "waiting_text": "An agent will answer shortly.",
             "prechat": {},
+            "consent": None,
             "callback": {"enabled": False, "reason": "Callback disabled"},
             "departments": [{"id": billing.pk, "name": "Billing"}],
             "rules": {"invitations": []},
