@@ -47,7 +47,7 @@ def test_chats_arriving_at_once_in_two_processes_never_overfill_an_agent() -> No
     )
     services.set_routing(channel=chat_api.channel, mode=Channel.RoutingMode.OFFER)
     url = chat_api.endpoint_url.split("/", 3)[3]
-    server = WebServer().start()  # gunicorn with two worker processes
+    server = WebServer(workers=2).start()
     stop = threading.Event()
 
     start = threading.Barrier(CHATS)

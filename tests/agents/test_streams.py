@@ -193,7 +193,7 @@ def test_idle_streams_hold_no_database_connection(alice: Agent, token: str) -> N
     """Twenty open streams on a web process whose two workers may hold four
     database connections each (psycopg's smallest pool): a request still
     gets one at once."""
-    server = WebServer(DATABASE_POOL_SIZE="4", LIVE_HEARTBEAT_SECONDS="1").start()
+    server = WebServer(workers=2, DATABASE_POOL_SIZE="4", LIVE_HEARTBEAT_SECONDS="1").start()
     streams = []
     try:
         streams = [open_stream(server, token) for _ in range(20)]

@@ -130,6 +130,7 @@ def _web_process(django_db_setup: None) -> Iterator[WebServer]:
     # outlive the test: a widget test late in a run found the address's 100
     # slots taken, and its stream waited out the test's wait.
     server = WebServer(
+        workers=2,  # as the Procfile runs it
         WIDGET_NEW_VISITORS_PER_ADDRESS="100000",
         WIDGET_ADDRESS_RATE_LIMIT="1000000",
         LIVE_STREAMS_PER_ADDRESS="100000",

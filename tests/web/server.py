@@ -31,8 +31,12 @@ def free_port() -> int:
 
 
 class WebServer:
-    def __init__(self, **env: str) -> None:
-        self.env = env
+    def __init__(self, workers: int = 1, **env: str) -> None:
+        """``workers``: gunicorn's worker processes. Production runs one per
+        core (config/gunicorn.py); a test server has one unless its test is
+        about several (each is a Django of its own to start: a second of
+        processor time on a suite bound by its two cores)."""
+        self.env = {"WEB_CONCURRENCY": str(workers), **env}
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         name = f"web-{uuid.uuid4().hex[:8]}"
