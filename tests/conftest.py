@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from django.core.management.base import CommandError
-from django.db import OperationalError
+from django.db import IntegrityError, OperationalError
 from django.test import TransactionTestCase
 from rest_framework.test import APIClient
 
@@ -148,16 +148,30 @@ def _empty_broker_and_cache() -> None:
 
 
 # --- the flush after a transactional test -------------------------------------
-# A transactional test ends with TRUNCATE of every table, while the session's
-# Celery worker or web process may still be reading rows the test made (a
-# delivery it was handed, a page's last request). PostgreSQL may then find
-# the TRUNCATE's table locks and the reader's row locks in a deadlock and end
-# the TRUNCATE: the test's rows would stay for the next test. The reader's
-# transaction is short, so the flush is tried again after it.
+# A transactional test ends with a flush of every table (on PostgreSQL the
+# suite's deletes, tests/postgresql/), while the session's Celery worker or
+# web process may still be at work on rows the test made (a delivery's retry,
+# a page's last request). Two ways the flush then fails, and the test's rows
+# would stay for the next test:
+# - PostgreSQL finds the flush's locks and the worker's row locks in a
+#   deadlock and ends the flush;
+# - the worker inserts a row (a delivery's try) after the flush deleted that
+#   table's rows and before it deleted the row it points to: the flush's
+#   deferred foreign-key check refuses its commit.
+# The worker's transaction is short, so the flush is tried again after it
+# (and then deletes the late row too).
 
 FLUSH_TRIES = 5
 # Django's own (a private method, not in its type stubs).
 _fixture_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
+
+
+def _raced(error: CommandError) -> bool:
+    """Whether the flush failed on a worker's concurrent work (above)."""
+    cause = error.__cause__
+    deadlock = isinstance(cause, OperationalError) and "deadlock detected" in str(cause)
+    late_row = isinstance(cause, IntegrityError) and "violates foreign key constraint" in str(cause)
+    return deadlock or late_row
 
 
 def _fixture_teardown_past_deadlocks(self: TransactionTestCase) -> None:
@@ -166,10 +180,7 @@ def _fixture_teardown_past_deadlocks(self: TransactionTestCase) -> None:
             _fixture_teardown(self)
             return
         except CommandError as error:  # flush wraps the database's error
-            deadlock = isinstance(error.__cause__, OperationalError) and "deadlock detected" in str(
-                error.__cause__
-            )
-            if not deadlock or attempt == FLUSH_TRIES:
+            if not _raced(error) or attempt == FLUSH_TRIES:
                 raise
             time.sleep(0.2 * attempt)
 

@@ -1,11 +1,12 @@
 """The flush after a transactional test is tried again past a deadlock with
-the session's worker or web process (tests/conftest.py), and only then."""
+the session's worker or web process, or past a row the worker inserted
+during the flush (tests/conftest.py), and only then."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.management.base import CommandError
-from django.db import OperationalError
+from django.db import IntegrityError, OperationalError
 from django.test import TransactionTestCase
 
 from tests import conftest
@@ -20,10 +21,23 @@ def flush_failing(times: int, cause: Exception, calls: list[int]) -> object:
     return flush
 
 
-def test_a_deadlocked_flush_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "cause",
+    [
+        OperationalError("deadlock detected\nDETAIL: Process 1 waits for …"),
+        IntegrityError(
+            'update or delete on table "delivery_delivery" violates foreign key constraint '
+            '"delivery_deliveryatt_delivery_id_f298a498_fk_delivery_" on table '
+            '"delivery_deliveryattempt"'
+        ),
+    ],
+    ids=["deadlock", "a-try-inserted-during-the-flush"],
+)
+def test_a_flush_that_raced_the_worker_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch, cause: Exception
+) -> None:
     calls: list[int] = []
-    deadlock = OperationalError("deadlock detected\nDETAIL: Process 1 waits for …")
-    monkeypatch.setattr(conftest, "_fixture_teardown", flush_failing(2, deadlock, calls))
+    monkeypatch.setattr(conftest, "_fixture_teardown", flush_failing(2, cause, calls))
     monkeypatch.setattr(conftest.time, "sleep", lambda seconds: None)
 
     conftest._fixture_teardown_past_deadlocks(TransactionTestCase())
@@ -35,9 +49,10 @@ def test_a_deadlocked_flush_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> N
     ("times", "cause"),
     [
         (1, OperationalError("server closed the connection unexpectedly")),
+        (1, IntegrityError('duplicate key value violates unique constraint "x"')),
         (conftest.FLUSH_TRIES, OperationalError("deadlock detected")),
     ],
-    ids=["another-error", "deadlocked-every-time"],
+    ids=["another-error", "another-integrity-error", "deadlocked-every-time"],
 )
 def test_any_other_failure_and_the_last_try_fail_the_test(
     monkeypatch: pytest.MonkeyPatch, times: int, cause: Exception
