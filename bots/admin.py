@@ -79,10 +79,14 @@ class BotProviderAdmin(admin.ModelAdmin[BotProvider]):
                 endpoint_url=data["endpoint_url"],
                 display_name=data["display_name"],
                 active=data["is_active"],
+                by=audit.actor_of(request),
             )
             return
         made = services.create_bot_provider(
-            name=data["name"], endpoint_url=data["endpoint_url"], display_name=data["display_name"]
+            name=data["name"],
+            endpoint_url=data["endpoint_url"],
+            display_name=data["display_name"],
+            by=audit.actor_of(request),
         )
         if not data["is_active"]:
             services.update_bot_provider(
@@ -91,6 +95,7 @@ class BotProviderAdmin(admin.ModelAdmin[BotProvider]):
                 endpoint_url=made.endpoint_url,
                 display_name=made.display_name,
                 active=False,
+                by=audit.actor_of(request),
             )
         obj.pk, obj.provider_id = made.pk, made.provider_id
 
@@ -165,10 +170,15 @@ class BotAttachmentAdmin(admin.ModelAdmin[BotAttachment]):
     def save_model(self, request: HttpRequest, obj: BotAttachment, form: Any, change: bool) -> None:
         data = form.cleaned_data
         if change:
-            services.set_attachment_active(attachment=obj, active=data["is_active"])
+            services.set_attachment_active(
+                attachment=obj, active=data["is_active"], by=audit.actor_of(request)
+            )
             return
         made, secret = services.attach_bot(
-            channel=data["channel"], provider=data["provider"], token=data["bot_token"]
+            channel=data["channel"],
+            provider=data["provider"],
+            token=data["bot_token"],
+            by=audit.actor_of(request),
         )
         obj.pk, obj.endpoint = made.pk, made.endpoint
         setattr(request, _NEW_SECRET, secret)
@@ -184,11 +194,11 @@ class BotAttachmentAdmin(admin.ModelAdmin[BotAttachment]):
         )
 
     def delete_model(self, request: HttpRequest, obj: BotAttachment) -> None:
-        services.detach_bot(channel=obj.channel)
+        services.detach_bot(channel=obj.channel, by=audit.actor_of(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[BotAttachment]) -> None:
         for attachment in queryset.select_related("channel"):
-            services.detach_bot(channel=attachment.channel)
+            services.detach_bot(channel=attachment.channel, by=audit.actor_of(request))
 
     @admin.action(description="Rotate the signing secret (the old one signs for a grace period)")
     def rotate_secret(

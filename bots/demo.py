@@ -15,6 +15,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from agents import demo
+from agents.audit import COMMAND_LINE
 from agents.models import Agent
 from bots import services
 from bots.models import BotAttachment, BotProvider
@@ -34,7 +35,7 @@ def _provider(url: str) -> BotProvider:
     provider = BotProvider.objects.filter(name=PROVIDER_NAME).first()
     if provider is None:
         return services.create_bot_provider(
-            name=PROVIDER_NAME, endpoint_url=url, display_name="Example Bot"
+            name=PROVIDER_NAME, endpoint_url=url, display_name="Example Bot", by=COMMAND_LINE
         )
     if provider.endpoint_url != url or not provider.is_active:
         provider = services.update_bot_provider(
@@ -43,6 +44,7 @@ def _provider(url: str) -> BotProvider:
             endpoint_url=url,
             display_name=provider.display_name,
             active=True,
+            by=COMMAND_LINE,
         )
     return provider
 
@@ -66,7 +68,7 @@ def seed_demo_bot(agents: list[Agent]) -> list[dict[str, Any]]:
         or not attachment.is_active
     ):
         attachment, secret = services.attach_bot(
-            channel=channel, provider=provider, token=DEMO_TOKEN
+            channel=channel, provider=provider, token=DEMO_TOKEN, by=COMMAND_LINE
         )
     return [
         {

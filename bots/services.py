@@ -65,7 +65,9 @@ class ChatNotWithBot(BotError):
 
 
 @transaction.atomic
-def create_bot_provider(*, name: str, endpoint_url: str, display_name: str = "") -> BotProvider:
+def create_bot_provider(
+    *, name: str, endpoint_url: str, display_name: str = "", by: Agent | str | None = None
+) -> BotProvider:
     if BotProvider.objects.filter(name=name).exists():
         raise BotError(f"a bot provider named {name!r} exists already")
     delivery.validate_endpoint_url(endpoint_url)
@@ -73,21 +75,53 @@ def create_bot_provider(*, name: str, endpoint_url: str, display_name: str = "")
         name=name, endpoint_url=endpoint_url, display_name=display_name
     )
     logger.info("bots.provider_created provider=%s", provider.pk)
+    audit.record(
+        audit.Action.BOT_CHANGED, actor=by, target=_of_provider(provider), change="created"
+    )
     return provider
+
+
+def _of_provider(provider: BotProvider) -> str:
+    return f"bot provider {provider.provider_id} {provider.name}"
 
 
 @transaction.atomic
 def update_bot_provider(
-    *, provider: BotProvider, name: str, endpoint_url: str, display_name: str, active: bool
+    *,
+    provider: BotProvider,
+    name: str,
+    endpoint_url: str,
+    display_name: str,
+    active: bool,
+    by: Agent | str | None = None,
 ) -> BotProvider:
-    """Change a provider; a new endpoint URL takes effect for every attachment."""
+    """Change a provider; a new endpoint URL takes effect for every attachment.
+    Audited with the names of the fields that changed (never the URL: it may
+    hold a secret of the provider's)."""
     delivery.validate_endpoint_url(endpoint_url)
+    before = (provider.name, provider.display_name, provider.endpoint_url, provider.is_active)
+    after = (name, display_name, endpoint_url, active)
+    changed = [
+        field
+        for field, old, new in zip(
+            ("name", "display_name", "endpoint_url", "is_active"), before, after, strict=True
+        )
+        if old != new
+    ]
     provider.name, provider.display_name = name, display_name
     provider.endpoint_url, provider.is_active = endpoint_url, active
     provider.save(update_fields=["name", "display_name", "endpoint_url", "is_active"])
     for attachment in provider.attachments.select_related("endpoint"):
         attachment.provider = provider
         delivery.update_endpoint(endpoint=attachment.endpoint, url=attachment.target_url)
+    if changed:
+        audit.record(
+            audit.Action.BOT_CHANGED,
+            actor=by,
+            target=_of_provider(provider),
+            change="changed",
+            fields=", ".join(changed),
+        )
     return provider
 
 
@@ -100,17 +134,25 @@ def _check_token(token: str) -> None:
 
 
 @transaction.atomic
-def attach_bot(*, channel: Channel, provider: BotProvider, token: str) -> tuple[BotAttachment, str]:
+def attach_bot(
+    *, channel: Channel, provider: BotProvider, token: str, by: Agent | str | None = None
+) -> tuple[BotAttachment, str]:
     """Attach ``provider`` to ``channel`` (one bot per channel: a new one replaces
     the old). Returns the attachment and the secret its B1 requests are signed
     with (shown once)."""
     _check_token(token)
-    detach_bot(channel=channel)
+    detach_bot(channel=channel, by=by)
     attachment = BotAttachment(channel=channel, provider=provider, token=token)
     attachment.token_hash = token_hash(token)
     attachment.endpoint, secret = delivery.create_endpoint(url=attachment.target_url)
     attachment.save()
     logger.info("bots.attached channel=%s provider=%s", channel.public_id, provider.pk)
+    audit.record(
+        audit.Action.BOT_ATTACHED,
+        actor=by,
+        target=audit.of_channel(channel),
+        provider=provider.provider_id,
+    )
     return attachment, secret
 
 
@@ -129,14 +171,23 @@ def rotate_signing_secret(*, attachment: BotAttachment, by: Agent | str | None =
 
 
 @transaction.atomic
-def set_attachment_active(*, attachment: BotAttachment, active: bool) -> BotAttachment:
+def set_attachment_active(
+    *, attachment: BotAttachment, active: bool, by: Agent | str | None = None
+) -> BotAttachment:
+    if attachment.is_active != active:
+        audit.record(
+            audit.Action.BOT_CHANGED,
+            actor=by,
+            target=audit.of_channel(attachment.channel),
+            change="switched on" if active else "switched off",
+        )
     attachment.is_active = active
     attachment.save(update_fields=["is_active"])
     return attachment
 
 
 @transaction.atomic
-def detach_bot(*, channel: Channel) -> bool:
+def detach_bot(*, channel: Channel, by: Agent | str | None = None) -> bool:
     """Take the channel's bot off; its chats stay as they are. False if it had none."""
     attachment = BotAttachment.objects.filter(channel=channel).select_related("endpoint").first()
     if attachment is None:
@@ -146,6 +197,12 @@ def detach_bot(*, channel: Channel) -> bool:
     # The endpoint keeps the delivery log of the events sent; it only stops sending.
     delivery.update_endpoint(endpoint=endpoint, active=False)
     logger.info("bots.detached channel=%s", channel.public_id)
+    audit.record(
+        audit.Action.BOT_DETACHED,
+        actor=by,
+        target=audit.of_channel(channel),
+        provider=attachment.provider.provider_id,
+    )
     return True
 
 

@@ -378,3 +378,39 @@ def test_a_bots_signing_secret_rotation_is_recorded_without_it() -> None:
     assert entry.detail == {"which": "bot signing secret"}
     assert first not in written(entry) and second not in written(entry)
     assert BOT_TOKEN not in written(entry)
+
+
+def test_a_bots_life_on_a_channel_is_recorded_without_its_token_or_url() -> None:
+    sue = AgentFactory.create(role=Agent.Role.ADMIN)
+    channel = ChannelFactory.create()
+    url = "http://127.0.0.1:9/bot?key=s3cr3t"
+    provider = bots.create_bot_provider(name="Acme bots", endpoint_url=url, by=sue)
+    attachment, _secret = bots.attach_bot(
+        channel=channel, provider=provider, token=BOT_TOKEN, by=sue
+    )
+    bots.set_attachment_active(attachment=attachment, active=False, by=sue)
+    bots.set_attachment_active(attachment=attachment, active=False, by=sue)  # no change
+    bots.update_bot_provider(
+        provider=provider,
+        name="Acme bots",
+        endpoint_url="http://127.0.0.1:9/bot2",
+        display_name="",
+        active=True,
+        by=sue,
+    )
+    call_command("detach_bot", "--channel", channel.public_id, stdout=io.StringIO())
+
+    made, switched, changed = AuditEntry.objects.filter(action="bot.changed").order_by("pk")
+    assert (made.actor, made.detail) == (sue, {"change": "created"})
+    assert made.target == f"bot provider {provider.provider_id} Acme bots"
+    assert (switched.target, switched.detail) == (
+        audit.of_channel(channel), {"change": "switched off"}
+    )  # fmt: skip
+    assert changed.detail == {"change": "changed", "fields": "endpoint_url"}
+    [attached] = entries("bot.attached")
+    assert (attached.actor, attached.target) == (sue, audit.of_channel(channel))
+    assert attached.detail == {"provider": provider.provider_id}
+    [detached] = entries("bot.detached")
+    assert (detached.actor_label, detached.target) == ("command line", audit.of_channel(channel))
+    for entry in (made, switched, changed, attached, detached):
+        assert BOT_TOKEN not in written(entry) and "s3cr3t" not in written(entry)

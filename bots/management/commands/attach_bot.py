@@ -4,6 +4,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.audit import COMMAND_LINE
 from agents.models import Channel
 from bots.models import BotProvider
 from bots.services import BotError, attach_bot
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             raise CommandError(f"no bot provider with provider_id {options['provider']!r}")
         try:
             _attachment, secret = attach_bot(
-                channel=channel, provider=provider, token=options["token"]
+                channel=channel, provider=provider, token=options["token"], by=COMMAND_LINE
             )
         except BotError as error:
             raise CommandError(error.message) from error

@@ -4,6 +4,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.audit import COMMAND_LINE
 from bots.services import BotError, create_bot_provider
 
 
@@ -23,6 +24,7 @@ class Command(BaseCommand):
                 name=options["name"],
                 endpoint_url=options["endpoint"],
                 display_name=options["display_name"],
+                by=COMMAND_LINE,
             )
         except BotError as error:
             raise CommandError(error.message) from error

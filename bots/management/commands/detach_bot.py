@@ -3,6 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.audit import COMMAND_LINE
 from agents.models import Channel
 from bots.services import detach_bot
 
@@ -17,6 +18,6 @@ class Command(BaseCommand):
         channel = Channel.objects.filter(public_id=options["channel"]).first()
         if channel is None:
             raise CommandError(f"no channel with public id {options['channel']!r}")
-        if not detach_bot(channel=channel):
+        if not detach_bot(channel=channel, by=COMMAND_LINE):
             raise CommandError(f"the channel {channel.public_id} has no bot")
         self.stdout.write(json.dumps({"ok": True}))
