@@ -161,12 +161,14 @@ def screenshots(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture(autouse=True)
-def _close_finished_threads_connections() -> Iterator[None]:
-    """The live server answers each request in a thread of its own; with
-    CONN_MAX_AGE a finished thread's database connection stays open until the
-    garbage collector frees it, and an open one stops the test database from
-    being dropped at the end."""
+@pytest.fixture(scope="session", autouse=True)
+def _close_finished_threads_connections(django_db_setup: None) -> Iterator[None]:
+    """A thread of this process that touched the database (a host page's
+    server, a test's helper) leaves its connection open, with CONN_MAX_AGE,
+    until the garbage collector frees it, and an open one stops the test
+    database from being dropped at the end: it is collected before that.
+    (Once per process, not after every test: the pages are served by the
+    web process, and a collection of this heap costs a tenth of a second.)"""
     yield
     gc.collect()
 
