@@ -13,6 +13,7 @@ Nothing of it can be undone.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,7 +21,7 @@ from datetime import datetime, timedelta
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.files.storage import Storage
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import CharField, Exists, OuterRef, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
@@ -50,6 +51,11 @@ ERASED = "[erased]"
 # Chats (or clients) erased per transaction by the retention rule: each
 # batch's locks are held for a moment only.
 RETENTION_BATCH = 200
+# Between two batches on SQLite, whose one write lock its waiters poll for
+# (sleeping up to 0.1 s between polls): a request waiting for it gets it
+# here, instead of losing every race to the sweep's next batch until the
+# sweep ends. PostgreSQL's row locks need no pause.
+SQLITE_BATCH_PAUSE_SECONDS = 0.15
 
 
 def client_key(client: Client) -> str | int:
@@ -228,9 +234,16 @@ def erase_expired_chats(*, days: int, batch: int = RETENTION_BATCH) -> dict[str,
         totals["chats"] += erased.chats
         totals["messages"] += erased.messages
         totals["files"] += erased.files
+        _let_waiting_writers_in()
     while count := _erase_client_batch(batch):
         totals["clients"] += count
+        _let_waiting_writers_in()
     return totals
+
+
+def _let_waiting_writers_in() -> None:
+    if connection.vendor == "sqlite":
+        time.sleep(SQLITE_BATCH_PAUSE_SECONDS)
 
 
 @transaction.atomic
