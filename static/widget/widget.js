@@ -37,7 +37,13 @@
   // (/widget/lang/<code>.json); what the page's code reads (svc_api results)
   // stays English, as the spec writes it.
   var LANG = 'en', T = {}, speaking = 0;
-  function number(n) { try { return new Intl.NumberFormat(LANG).format(n); } catch (e) { return String(n); } }
+  function locale() {
+    // Numbers, dates and times: the browser's own locale when it is of the
+    // widget's language (en-GB's 24-hour clock in English), else the widget's.
+    var own = navigator.language || '';
+    return own.split('-')[0].toLowerCase() === LANG.split('-')[0].toLowerCase() ? own : LANG;
+  }
+  function number(n) { try { return new Intl.NumberFormat(locale()).format(n); } catch (e) { return String(n); } }
   function t(key, args) {
     var s = T[key], a = args || {};
     if (s && typeof s === 'object') {
@@ -84,8 +90,8 @@
     // A message's time in the visitor's language and time zone (the date too on hover).
     var at = new Date(el.getAttribute('datetime'));
     try {
-      el.setAttribute('title', new Intl.DateTimeFormat(LANG, { dateStyle: 'medium', timeStyle: 'short' }).format(at));
-      el.setAttribute('data-time', new Intl.DateTimeFormat(LANG, { hour: '2-digit', minute: '2-digit' }).format(at));
+      el.setAttribute('title', new Intl.DateTimeFormat(locale(), { dateStyle: 'medium', timeStyle: 'short' }).format(at));
+      el.setAttribute('data-time', new Intl.DateTimeFormat(locale(), { hour: '2-digit', minute: '2-digit' }).format(at));
     } catch (e) { el.setAttribute('data-time', at.toLocaleTimeString()); }
     return el;
   }
@@ -791,6 +797,7 @@
     if (host && host.parentNode) host.parentNode.removeChild(host);
     ui = {};
     build();
+    ui.list.textContent = ''; // build() drew the messages: the old list has them and its notes
     while (list.firstChild) ui.list.appendChild(list.firstChild);
     [].forEach.call(ui.list.querySelectorAll('time'), clock);
     ui.window.hidden = !open;
