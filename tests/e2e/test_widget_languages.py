@@ -24,7 +24,6 @@ from tests.factories import AgentFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PHONE = {"width": 375, "height": 740}
 VIEWPORT = "<meta name='viewport' content='width=device-width, initial-scale=1'>"
 STUB = (
     "<script>window.svc_api=window.svc_api||new Proxy({q:[]},{get:(t,n)=>n==='q'?t.q:"
@@ -61,7 +60,10 @@ def widget(alice: Agent) -> WidgetChannel:
 
 @pytest.fixture
 def phone(chromium: Browser) -> Iterator[Page]:
-    context = chromium.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    # A phone 375 px wide, where the window fills the screen.
+    context = chromium.new_context(
+        viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True
+    )
     yield context.new_page()
     context.close()
 
