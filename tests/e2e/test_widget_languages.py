@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from tests.devhooks.widget.test_languages import PLURALS
 from tests.e2e.host_pages import HostSite
 from tests.e2e.test_widget import LIVE, site, wait_loaded  # noqa: F401 (fixtures)
 from tests.e2e.test_widget_experience import RECORDER, SHADOW, say, watch
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -97,6 +98,14 @@ def host(page: Page, attribute: str) -> str | None:
     return found
 
 
+def margins(page: Page, selector: str) -> tuple[float, float]:
+    """The space left and right of the element in the message list."""
+    box = page.locator(selector).last.bounding_box()
+    frame = page.get_by_test_id("svc-messages").bounding_box()
+    assert box and frame
+    return box["x"] - frame["x"], frame["x"] + frame["width"] - (box["x"] + box["width"])
+
+
 def fits(page: Page) -> None:
     assert page.evaluate(OVERFLOWING) == []
 
@@ -151,6 +160,7 @@ def test_a_page_in_a_language_gets_the_widget_in_it_and_every_text_fits_a_phone(
 
 def test_arabic_mirrors_the_window(
     phone: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent, screenshots: Path,
 ) -> None:  # fmt: skip
     phone.goto(lang_page(site, web_process.url, widget, "ar"))
     wait_loaded(phone)
@@ -163,13 +173,19 @@ def test_arabic_mirrors_the_window(
     close = phone.get_by_test_id("svc-close").bounding_box()
     assert title and close and close["x"] + close["width"] <= title["x"] + 1, (close, title)
     # The visitor's own message keeps to the left, as the right is the agent's.
-    mine = phone.locator("[data-author=client]").bounding_box()
-    messages = phone.get_by_test_id("svc-messages").bounding_box()
-    assert mine and messages
-    left = mine["x"] - messages["x"]
-    right = messages["x"] + messages["width"] - (mine["x"] + mine["width"])
-    assert left < right, (mine, messages)
+    left, right = margins(phone, "[data-author=client]")
+    assert left < right, (left, right)
     fits(phone)
+
+    # The agent's answer keeps to the right.
+    chat = Chat.objects.get(channel=widget.channel)
+    services.accept_chat(chat=chat, agent=alice)
+    services.post_agent_message(chat=chat, agent=alice, content=text("أهلًا! كيف يمكنني مساعدتك؟"))
+    expect(phone.locator("[data-author=agent]")).to_contain_text("مساعدتك", timeout=LIVE)
+    left, right = margins(phone, "[data-author=agent]")
+    assert right < left, (left, right)
+    fits(phone)
+    phone.get_by_test_id("svc-window").screenshot(path=screenshots / "widget-arabic.png")
 
 
 def test_the_queue_line_uses_the_languages_plural_forms(
@@ -197,9 +213,9 @@ def test_the_queue_line_uses_the_languages_plural_forms(
         (21, 21 * 60, "Ваше место в очереди: 21, ждать около 21 минуты"),
         (1, 20, "Ваша очередь следующая, ждать меньше минуты"),
     ]
-    for position, wait, text in expected:
+    for position, wait, line_text in expected:
         place.update(position=position, wait_seconds=wait)
-        expect(line).to_have_text(text, timeout=LIVE)
+        expect(line).to_have_text(line_text, timeout=LIVE)
 
 
 def test_the_channels_language_without_a_page_language_and_setlocale_live(
