@@ -86,6 +86,11 @@
       LANG = code;
     });
   }
+  // A refusal the visitor reads: the service's sentence is English, so the
+  // ones a visitor may meet that no form prevents are said in its language;
+  // no code at all is the network's.
+  var ERRORS = { consent_required: 'error.consent', too_many_requests: 'error.busy' };
+  function problem(e) { return ERRORS[e.code] ? t(ERRORS[e.code]) : e.code ? e.message : t('error.network'); }
   function clock(el) {
     // A message's time in the visitor's language and time zone (the date too on hover).
     var at = new Date(el.getAttribute('datetime'));
@@ -420,7 +425,7 @@
       S.view = 'chat';
       if (done) done();
       render(!!done);
-    }, function (e) { fail(e.message); });
+    }, function (e) { fail(problem(e)); });
   }
   // The pre-chat form (docs/widget.md): what the channel asks before a chat's first message.
   // Each field: its input type, its label's key, the key of its refusal when missing.
@@ -696,7 +701,7 @@
       }
       render();
     }, function (e) {
-      note(t('not_sent', { reason: e.message }));
+      note(t('not_sent', { reason: problem(e) }));
       // The consent text changed since this page loaded: show the new one.
       if (e.code === 'consent_required') { put(local, '_consent', null); ui.consent = null; refresh().then(function () { render(true); }); }
     });
@@ -719,7 +724,7 @@
       note(t('rated'));
       render();
       ui.commentText.focus();
-    }, function (e) { note(e.message); });
+    }, function (e) { note(problem(e)); });
   }
   function comment() {
     var text = ui.commentText.value.trim();
@@ -729,7 +734,7 @@
       ui.commentText.value = '';
       note(t('commented'));
       render();
-    }, function (e) { note(e.message); });
+    }, function (e) { note(problem(e)); });
   }
 
   // --- invitations (docs/widget.md, "Rules") -------------------------------------------

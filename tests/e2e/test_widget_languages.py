@@ -298,3 +298,19 @@ def test_the_catalogues_plural_categories_are_the_browsers(phone: Page) -> None:
         code: [sorted(cardinal), sorted(ordinal)] for code, (cardinal, ordinal) in PLURALS.items()
     }
     assert found == table
+
+
+def test_a_message_that_could_not_go_out_is_said_in_the_visitors_language(
+    phone: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+) -> None:  # fmt: skip
+    phone.goto(lang_page(site, web_process.url, widget, "de"))
+    wait_loaded(phone)
+    phone.get_by_test_id("svc-label").click()
+    # The network fails: no sentence of the service's to show, the widget's own.
+    phone.route("**/v1/message", lambda route: route.abort())
+    phone.get_by_test_id("svc-input").fill("Hallo")
+    phone.get_by_test_id("svc-input").press("Enter")
+    expect(phone.locator(".note").last).to_have_text(
+        "Nicht gesendet: Der Chat ist nicht erreichbar. "
+        "Prüfen Sie Ihre Verbindung und versuchen Sie es erneut."
+    )
