@@ -461,6 +461,9 @@ class Chat(models.Model):
     consent_version = models.PositiveIntegerField(null=True, blank=True)
     consent_at = models.DateTimeField(null=True, blank=True)
     blacklisted = models.BooleanField(default=False)
+    # The language the client's widget spoke when the chat started (a code of
+    # devhooks.widget.languages, e.g. "pt-BR"); blank: unknown (docs/widget.md).
+    language = models.CharField(max_length=16, blank=True)
     # The CRM side panel (chat_accepted reply, setCustomData).
     custom_data = models.JSONField(default=list, blank=True)
     contact_info = models.JSONField(default=dict, blank=True)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from agents.models import Channel, Chat, Department
 from delivery.models import Delivery, Endpoint
 from delivery.ssrf import stray_character
+from devhooks.widget.languages import DEFAULT_LANGUAGE, WIDGET_LANGUAGES
 
 HEX_COLOR = r"^#[0-9a-fA-F]{6}$"
 
@@ -114,6 +115,11 @@ class WebhookDelivery(models.Model):
 CONSENT_TEXT_LIMIT = 2000
 
 
+# The label's and the header's title unless the channel names its own; the
+# widget says it in the visitor's language (docs/translating.md).
+DEFAULT_WIDGET_TITLE = "Chat with us"
+
+
 class WidgetChannel(models.Model):
     """A website chat widget: one ``<script>`` on the site owner's pages
     (docs/widget.md). Its ``widget_id`` is the channel's public id."""
@@ -126,7 +132,7 @@ class WidgetChannel(models.Model):
         REQUIRED = "required", "Required"
 
     channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="widget")
-    title = models.CharField(max_length=100, default="Chat with us")
+    title = models.CharField(max_length=100, default=DEFAULT_WIDGET_TITLE)
     color = models.CharField(
         max_length=7, default="#1f6feb", validators=[RegexValidator(HEX_COLOR)],
         help_text="The label's and the header's colour, #rrggbb.",
@@ -166,6 +172,13 @@ class WidgetChannel(models.Model):
     consent_version = models.PositiveIntegerField(
         default=0, editable=False, help_text="Goes up whenever the consent text changes."
     )
+    # What the widget speaks where the page's <html lang> names none of its
+    # languages (docs/widget.md, "Languages").
+    language = models.CharField(
+        max_length=8, choices=list(WIDGET_LANGUAGES.items()), default=DEFAULT_LANGUAGE,
+        help_text="The widget's language unless the page's <html lang> or "
+        "svc_api.setLocale names another it speaks.",
+    )  # fmt: skip
     # Proactive invitations (docs/widget.md, "Rules"); svc_api.setRules replaces
     # them in one visitor's browser only.
     rules = models.JSONField(default=default_rules, blank=True)

@@ -587,6 +587,17 @@ def record_consent(*, chat: Chat, version: int) -> Chat:
     return chat
 
 
+def record_language(*, chat: Chat, language: str) -> Chat:
+    """The language the client's widget spoke when ``chat`` started, kept
+    with the chat for its transcript and away message (docs/widget.md,
+    "Languages"); a chat keeps the first one it was given."""
+    if chat.language:
+        return chat
+    Chat.objects.filter(pk=chat.pk, language="").update(language=language)
+    chat.language = language
+    return chat
+
+
 @transaction.atomic
 def blacklist_client(*, chat: Chat, agent: Agent | None = None, reason: str = "") -> Chat:
     """Blacklist the client of ``chat`` (an abusive or spamming client): the

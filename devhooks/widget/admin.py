@@ -96,7 +96,7 @@ class WidgetChannelForm(forms.ModelForm[WidgetChannel]):
     class Meta:
         model = WidgetChannel
         fields = [
-            "title", "color", "color2", "departments", "offline_form", "waiting_text",
+            "title", "language", "color", "color2", "departments", "offline_form", "waiting_text",
             "prechat_name", "prechat_email", "prechat_phone", "consent_text", "rules",
         ]  # fmt: skip
         field_classes = {"rules": RulesField}
@@ -150,7 +150,7 @@ class WidgetChannelAdmin(admin.ModelAdmin[WidgetChannel]):
     def get_fieldsets(self, request: HttpRequest, obj: WidgetChannel | None = None) -> Any:
         channel = ("name", "agents", "active", "callback")
         looks = (
-            "title", "color", "color2", "departments", "offline_form", "waiting_text",
+            "title", "language", "color", "color2", "departments", "offline_form", "waiting_text",
             "prechat_name", "prechat_email", "prechat_phone", "consent_text", "rules",
         )  # fmt: skip
         if obj is None:

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents import audit
 from devhooks.models import WidgetChannel
+from devhooks.widget.languages import DEFAULT_LANGUAGE, WIDGET_LANGUAGES
 from devhooks.widget.services import WidgetError, create_widget_channel
 
 
@@ -31,6 +32,12 @@ class Command(BaseCommand):
             help='shown after the visitor\'s first message ("An agent will answer shortly.")',
         )
         parser.add_argument(
+            "--language",
+            default=DEFAULT_LANGUAGE,
+            choices=list(WIDGET_LANGUAGES),
+            help="the widget's language where the page's <html lang> names none it speaks",
+        )
+        parser.add_argument(
             "--prechat",
             action="append",
             default=[],
@@ -49,6 +56,7 @@ class Command(BaseCommand):
                 callback=options["callback"],
                 title=options["title"],
                 waiting_text=options["waiting_text"],
+                language=options["language"],
                 prechat=dict(item.partition("=")[::2] for item in options["prechat"]),
                 by=audit.COMMAND_LINE,
             )

@@ -13,7 +13,8 @@ from agents import services as chats
 from agents.live import CLIENT_VISIBLE_AUTHORS, message_data
 from agents.models import Chat, Client
 from agents.streams import newest_event_id
-from devhooks.models import WidgetChannel
+from devhooks.models import DEFAULT_WIDGET_TITLE, WidgetChannel
+from devhooks.widget import languages
 from devhooks.widget.tokens import client_for_visitor_token
 
 HISTORY = 200  # messages a returning visitor sees
@@ -40,6 +41,8 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
     return {
         "widget_id": widget.widget_id,
         "title": widget.title,
+        # The title the channel chose, "" for the default, which the widget says in its language.
+        "own_title": "" if widget.title == DEFAULT_WIDGET_TITLE else widget.title,
         "color": widget.color,
         "color2": widget.color2,
         # A blacklisted visitor sees an offline chat (docs/transcripts.md).
@@ -48,6 +51,8 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
         else "offline",
         "offline_form": widget.offline_form,
         "waiting_text": widget.waiting_text or WAITING_TEXT,
+        # The channel's own text, "" for the default, which the widget says in its language.
+        "own_waiting_text": widget.waiting_text,
         "prechat": widget.prechat,
         # Accepted before a chat's first message; null: none asked.
         "consent": {"text": widget.consent_text, "version": widget.consent_version}
@@ -56,6 +61,10 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
         "callback": {"enabled": not reason, "reason": reason},
         "departments": [{"id": d.pk, "name": d.name} for d in widget.departments.all()],
         "rules": widget.rules if isinstance(widget.rules, dict) else {},
+        # The channel's language, and every catalogue's version for its URL
+        # (docs/widget.md, "Languages").
+        "language": widget.language,
+        "languages": languages.versions(),
     }
 
 

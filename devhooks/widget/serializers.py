@@ -23,6 +23,7 @@ from rest_framework.fields import empty
 from agents import services as chats
 from agents.api.parsers import id_from
 from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
+from devhooks.widget.languages import WIDGET_LANGUAGES
 
 MAX_MESSAGE = CLIENT_TEXT_LIMIT  # as a Chat API message: the rest is cut (spec, Limits)
 MAX_INVITATION = 1000
@@ -136,6 +137,14 @@ class Invitation(BodyField):
         return data.strip()[:MAX_INVITATION] if isinstance(data, str) else ""
 
 
+class Language(BodyField):
+    """The widget's language at a chat's start; ``""`` when absent or not one
+    it speaks (an old script's, a page's forgery): the chat's is then unknown."""
+
+    def to_internal_value(self, data: Any) -> str:
+        return data if isinstance(data, str) and data in WIDGET_LANGUAGES else ""
+
+
 class Typing(BodyField):
     def to_internal_value(self, data: Any) -> bool:
         return data is True
@@ -213,6 +222,7 @@ class MessageIn(VisitIn):
     department_id = DepartmentId()
     invitation = Invitation()
     consent_version = ConsentVersion()
+    language = Language()
 
 
 class TypingIn(VisitIn):

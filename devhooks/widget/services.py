@@ -26,9 +26,10 @@ from agents import audit
 from agents import services as chats
 from agents.content import Content
 from agents.models import Agent, CallbackSettings, Channel, Chat, Client, Department, Message
-from devhooks.models import IntegrationSettings, WidgetChannel
+from devhooks.models import DEFAULT_WIDGET_TITLE, IntegrationSettings, WidgetChannel
 from devhooks.visitor_data import UTM_FIELDS, clean_custom_data
 from devhooks.widget import geoip
+from devhooks.widget.languages import DEFAULT_LANGUAGE, WIDGET_LANGUAGES
 from devhooks.widget.selectors import current_chat
 from devhooks.widget.tokens import issue_visitor_token
 
@@ -65,6 +66,7 @@ def create_widget_channel(
     departments: Iterable[Department] = (),
     waiting_text: str = "",
     prechat: Mapping[str, str] | None = None,
+    language: str = DEFAULT_LANGUAGE,
     by: Agent | str | None = None,
 ) -> WidgetChannel:
     """A widget channel with its agents; ``callback`` takes callback requests
@@ -78,6 +80,8 @@ def create_widget_channel(
     waiting_text = waiting_text.strip()
     if len(waiting_text) > 300:
         raise WidgetError("the waiting text holds at most 300 characters")
+    if language not in WIDGET_LANGUAGES:
+        raise WidgetError(f"the widget speaks {', '.join(WIDGET_LANGUAGES)}, not {language!r}")
     asks = {f"prechat_{field}": ask for field, ask in _prechat_asks(prechat or {}).items()}
     emails = [email.strip().lower() for email in agent_emails]
     any_of = Q(pk__in=[])
@@ -90,7 +94,11 @@ def create_widget_channel(
     channel = Channel.objects.create(name=name, kind=Channel.Kind.WIDGET)
     channel.agents.set(found.values())
     widget = WidgetChannel.objects.create(
-        channel=channel, title=title or "Chat with us", waiting_text=waiting_text, **asks
+        channel=channel,
+        title=title or DEFAULT_WIDGET_TITLE,
+        waiting_text=waiting_text,
+        language=language,
+        **asks,
     )
     widget.departments.set(departments)
     CallbackSettings.objects.create(
@@ -266,10 +274,12 @@ def send_message(
     department_id: int | None = None,
     invitation: str = "",
     consent_version: int | None = None,
+    language: str = "",
 ) -> Message:
     """The visitor's message; the first one opens a chat (with the bot when the
     channel has one). An invitation the visitor answers is kept for agents;
-    the consent the first one accepts (``consent_version``) with the chat.
+    the consent the first one accepts (``consent_version``) and the language
+    the widget spoke (``language``, blank: unknown) with the chat.
 
     A department the widget does not offer (any more) opens the chat without
     one rather than keeping the visitor from writing.
@@ -288,6 +298,8 @@ def send_message(
     )
     if consented:
         chats.record_consent(chat=message.chat, version=widget.consent_version)
+    if language:
+        chats.record_language(chat=message.chat, language=language)
     return message
 
 

@@ -29,7 +29,7 @@ from agents.streams import newest_event_id
 from config.api_errors import error_response, method_not_allowed, not_json
 from config.signin import client_address, sender
 from devhooks.models import WidgetChannel
-from devhooks.widget import selectors, serializers
+from devhooks.widget import languages, selectors, serializers
 from devhooks.widget import services as widgets
 from devhooks.widget.services import WidgetError
 
@@ -64,15 +64,42 @@ def script(request: HttpRequest, widget_id: str) -> HttpResponse:
         response = HttpResponse("/* no such widget */", status=404, content_type="text/javascript")
         return _cors(response)
     plain, packed = _script_bytes(SCRIPT.stat().st_mtime)
-    gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
-    response = HttpResponse(
-        packed if gzipped else plain, content_type="text/javascript; charset=utf-8"
+    response = _gzipped(request, plain, packed, "text/javascript")
+    response["Cache-Control"] = "public, max-age=300"
+    return _cors(response)
+
+
+def catalogue(request: HttpRequest, code: str) -> HttpResponse:
+    """``/widget/lang/<code>.json``: one language's strings (docs/translating.md),
+    gzipped. Asked for with the version the session's config gives
+    (``?v=``), it is cached for a year: a new version is a new URL. Without
+    it, for five minutes; either way the version is its ETag."""
+    if request.method not in ("GET", "HEAD"):
+        return _cors(error_response(405, "method not allowed"))
+    found = languages.catalogue(code)
+    if found is None:
+        return _cors(error_response(404, "the widget speaks no such language"))
+    etag = f'"{found.version}"'
+    if etag in request.headers.get("If-None-Match", ""):
+        response = HttpResponse(status=304)
+    else:
+        response = _gzipped(request, found.plain, found.gzipped, "application/json")
+    response["ETag"] = etag
+    fixed = request.GET.get("v") == found.version
+    response["Cache-Control"] = (
+        "public, max-age=31536000, immutable" if fixed else "public, max-age=300"
     )
+    return _cors(response)
+
+
+def _gzipped(request: HttpRequest, plain: bytes, packed: bytes, kind: str) -> HttpResponse:
+    """``plain``, or ``packed`` (its gzip) for a browser that takes it."""
+    gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
+    response = HttpResponse(packed if gzipped else plain, content_type=f"{kind}; charset=utf-8")
     if gzipped:
         response["Content-Encoding"] = "gzip"
     response["Vary"] = "Accept-Encoding"
-    response["Cache-Control"] = "public, max-age=300"
-    return _cors(response)
+    return response
 
 
 def _cors(response: HttpResponse) -> HttpResponse:
@@ -153,6 +180,7 @@ def _message(visit: Visit) -> dict[str, Any]:
         department_id=data["department_id"],
         invitation=data["invitation"],
         consent_version=data["consent_version"],
+        language=data["language"],
     )
     return {
         "message_id": message.pk,

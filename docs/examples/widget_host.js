@@ -87,6 +87,7 @@
     getUtm: ["svc_api", "getUtm", []],
     clearHistory: ["svc_api", "clearHistory", []],
     setWidgetColor: ["svc_api", "setWidgetColor", ["#0a7d3b", "#ffffff"]],
+    setLocale: ["svc_api", "setLocale", ["de"]],
     // Page-level functions, as the callbacks are: they take the widget off
     // the page and put it back.
     svc_destroy: ["window", "svc_destroy", []],

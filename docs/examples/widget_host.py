@@ -63,6 +63,7 @@ CALLS = (
     ("getUtm", "getUtm()"),
     ("clearHistory", "clearHistory()"),
     ("setWidgetColor", "setWidgetColor('#0a7d3b', '#ffffff')"),
+    ("setLocale", "setLocale('de')"),
     ("svc_destroy", "svc_destroy()"),
     ("svc_init", "svc_init()"),
 )

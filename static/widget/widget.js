@@ -32,6 +32,75 @@
   var UTM = ['source', 'campaign', 'content', 'medium', 'term'];
   var noop = function () {};
 
+  // --- the visitor's language (docs/translating.md) ----------------------------------
+  // Every word the visitor reads comes from one catalogue the service serves
+  // (/widget/lang/<code>.json); what the page's code reads (svc_api results)
+  // stays English, as the spec writes it.
+  var LANG = 'en', T = {}, speaking = 0;
+  function locale() {
+    // Numbers, dates and times: the browser's own locale when it is of the
+    // widget's language (en-GB's 24-hour clock in English), else the widget's.
+    var own = navigator.language || '';
+    return own.split('-')[0].toLowerCase() === LANG.split('-')[0].toLowerCase() ? own : LANG;
+  }
+  function number(n) { try { return new Intl.NumberFormat(locale()).format(n); } catch (e) { return String(n); } }
+  function t(key, args) {
+    var s = T[key], a = args || {};
+    if (s && typeof s === 'object') {
+      // Plural forms by CLDR category; a key ending in ".ordinal" by the ordinal ones.
+      var kind = /\.ordinal$/.test(key) ? { type: 'ordinal' } : {}, cat = 'other';
+      try { cat = new Intl.PluralRules(LANG, kind).select(a.n); } catch (e) { /* other */ }
+      s = s[cat] || s.other;
+    }
+    // In a right-to-left language a name, an address or a number keeps its own
+    // direction (a Unicode isolate) and does not reorder the sentence round it.
+    var rtl = T.dir === 'rtl';
+    return String(s === undefined ? key : s).replace(/\{(\w+)\}/g, function (m, k) {
+      if (!(k in a)) return m;
+      var v = k === 'n' ? number(a.n) : String(a[k]);
+      return rtl ? '\u2068' + v + '\u2069' : v;
+    });
+  }
+  function resolve(tag) {
+    // The language we have for a BCP 47 tag: itself (any case), else one of
+    // its primary language (pt-PT → pt-BR, de-AT → de, en-GB → en), else null.
+    var want = String(tag || '').toLowerCase().replace(/_/g, '-'), found = null;
+    if (!want) return null;
+    Object.keys((S.cfg && S.cfg.languages) || {}).forEach(function (c) {
+      var l = c.toLowerCase();
+      if (l === want) found = c;
+      else if (!found && l.split('-')[0] === want.split('-')[0]) found = c;
+    });
+    return found;
+  }
+  function speak(code) {
+    // The catalogue, at the URL of its version (cached for good); the last asked wins.
+    var mine = ++speaking;
+    var url = BASE + '/widget/lang/' + encodeURIComponent(code) + '.json?v=' + encodeURIComponent(S.cfg.languages[code]);
+    return fetch(url, { mode: 'cors', credentials: 'omit' }).then(function (r) {
+      if (!r.ok) throw new Error('HTTP ' + r.status);
+      return r.json();
+    }).then(function (catalogue) {
+      if (mine !== speaking) throw new Error('superseded');
+      T = catalogue;
+      LANG = code;
+    });
+  }
+  // A refusal the visitor reads: the service's sentence is English, so the
+  // ones a visitor may meet that no form prevents are said in its language;
+  // no code at all is the network's.
+  var ERRORS = { consent_required: 'error.consent', too_many_requests: 'error.busy' };
+  function problem(e) { return ERRORS[e.code] ? t(ERRORS[e.code]) : e.code ? e.message : t('error.network'); }
+  function clock(el) {
+    // A message's time in the visitor's language and time zone (the date too on hover).
+    var at = new Date(el.getAttribute('datetime'));
+    try {
+      el.setAttribute('title', new Intl.DateTimeFormat(locale(), { dateStyle: 'medium', timeStyle: 'short' }).format(at));
+      el.setAttribute('data-time', new Intl.DateTimeFormat(locale(), { hour: '2-digit', minute: '2-digit' }).format(at));
+    } catch (e) { el.setAttribute('data-time', at.toLocaleTimeString()); }
+    return el;
+  }
+
   // --- storage that never throws (private windows, blocked storage) ----------
   var memory = {};
   function store(kind) {
@@ -116,7 +185,7 @@
     // once the visitor opens the link the service mailed to it (docs/widget.md).
     S.contact = j.contact;
     if (!j.email_link_sent || !j.contact.email) return;
-    note('We sent a link to ' + j.contact.email + '. Open it to get this conversation by e-mail.');
+    note(t('email_link', { email: j.contact.email }));
     if (ui.list) ui.list.lastChild.setAttribute('data-testid', 'svc-email-link');
   }
 
@@ -149,7 +218,7 @@
       S.chat = S.chat || {};
       S.chat.state = 'active';
       S.chat.agent_name = data.agent_name || '';
-      note((data.agent_name || 'An agent') + ' joined the chat');
+      note(data.agent_name ? t('joined', { name: data.agent_name }) : t('joined.anonymous'));
       fire('onAccept');
       render();
     });
@@ -274,15 +343,14 @@
       body.appendChild(h('a', { href: m.file, target: '_blank', rel: 'noopener noreferrer', text: m.file_name || m.text || m.file }));
     } else body.textContent = m.text || m.title || '';
     var kids = [];
-    if (!mine && m.sender_name) kids.push(h('div', { class: 'who', text: m.sender_name + (m.author === 'bot' ? ' (bot)' : '') }));
+    if (!mine && m.sender_name) kids.push(h('div', { class: 'who', text: m.author === 'bot' ? t('bot', { name: m.sender_name }) : m.sender_name }));
     if (m.title && m.buttons && m.text) kids.push(h('div', { class: 'title', text: m.title }));
     kids.push(body);
     var at = new Date(m.created || Date.now());
     if (!isNaN(at)) {
       // In the visitor's time zone; drawn by CSS (content: attr), so the message's
       // text stays the message's for whoever reads it (svc_on* callbacks, copying).
-      kids.push(h('time', { class: 'at', datetime: at.toISOString(), title: at.toLocaleString(),
-        'data-time': at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) }));
+      kids.push(clock(h('time', { class: 'at', datetime: at.toISOString() })));
     }
     if (m.buttons && m.buttons.length) {
       kids.push(h('div', { class: 'choices' }, m.buttons.map(function (text) {
@@ -349,18 +417,23 @@
 
   // The contact form and the pre-chat form: the visitor's answers, as setContactInfo gives them.
   function introduce(sent, fail, done) {
-    if (sent.email && !EMAIL.test(sent.email)) return fail(sent.email + ' is not a valid e-mail address');
-    if (sent.phone && !PHONE.test(sent.phone)) return fail('Enter a phone number: 7 to 15 digits');
+    if (sent.email && !EMAIL.test(sent.email)) return fail(t('error.email', { email: sent.email }));
+    if (sent.phone && !PHONE.test(sent.phone)) return fail(t('error.phone_digits'));
     call('contact', sent).then(function (j) {
       saved(j);
       fire('onIntroduction', sent);
       S.view = 'chat';
       if (done) done();
       render(!!done);
-    }, function (e) { fail(e.message); });
+    }, function (e) { fail(problem(e)); });
   }
   // The pre-chat form (docs/widget.md): what the channel asks before a chat's first message.
-  var PRECHAT = { name: ['Name', 'text', 'name'], email: ['E-mail', 'email', 'e-mail address'], phone: ['Phone', 'tel', 'phone number'] };
+  // Each field: its input type, its label's key, the key of its refusal when missing.
+  var PRECHAT = {
+    name: ['text', 'field.name', 'prechat.missing.name'],
+    email: ['email', 'field.email', 'prechat.missing.email'],
+    phone: ['tel', 'field.phone', 'prechat.missing.phone']
+  };
   function prechatAsks() {
     var ask = S.cfg.prechat || {};
     return ['name', 'email', 'phone'].filter(function (k) { return ask[k] === 'optional' || ask[k] === 'required'; });
@@ -373,13 +446,14 @@
   }
   function prechatForm() {
     var ask = S.cfg.prechat, asks = prechatAsks();
-    var f = form('svc-prechat', 'Before we start, please tell us who you are.', asks.map(function (k) {
-      return field(PRECHAT[k][0] + (ask[k] === 'required' ? '' : ' (optional)'), k, PRECHAT[k][1], ask[k] === 'required');
-    }), 'Start the chat', function (v, fail) {
+    var f = form('svc-prechat', t('prechat.intro'), asks.map(function (k) {
+      var label = t(PRECHAT[k][1]);
+      return field(ask[k] === 'required' ? label : t('field.optional', { field: label }), k, PRECHAT[k][0], ask[k] === 'required');
+    }), t('prechat.submit'), function (v, fail) {
       var sent = {};
       for (var i = 0; i < asks.length; i++) {
         var k = asks[i];
-        if (ask[k] === 'required' && !v[k]) return fail('Give your ' + PRECHAT[k][2] + '.');
+        if (ask[k] === 'required' && !v[k]) return fail(t(PRECHAT[k][2]));
         if (v[k]) sent[k] = v[k]; // an optional field left empty keeps what the page set
       }
       introduce(sent, fail, function () { put(local, '_prechat', '1'); ui.prechat = null; });
@@ -401,8 +475,8 @@
     var c = S.cfg.consent;
     return h('div', { class: 'form consent', 'data-testid': 'svc-consent' }, [
       h('p', { class: 'consent-text', 'data-testid': 'svc-consent-text', text: c.text }),
-      h('p', { text: 'To chat with us, please accept this first.' }),
-      h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-consent-accept', text: 'Accept', onclick: function () {
+      h('p', { text: t('consent.ask') }),
+      h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-consent-accept', text: t('consent.accept'), onclick: function () {
         put(local, '_consent', String(c.version));
         ui.consent = null;
         render(true);
@@ -411,7 +485,8 @@
   }
 
   function build() {
-    host = h('div', { id: 'svc-widget', 'data-widget-id': WID });
+    // The language's direction and name on the host: the shadow tree inherits both.
+    host = h('div', { id: 'svc-widget', 'data-widget-id': WID, lang: LANG, dir: t('dir') });
     root = host.attachShadow({ mode: 'open' });
     var css = CSS;
     try {
@@ -421,72 +496,69 @@
     } catch (e) {
       root.appendChild(h('style', { text: css }));
     }
-    ui.badge = h('span', { class: 'badge', 'data-testid': 'svc-badge', 'aria-label': 'unread messages', hidden: true });
+    ui.badge = h('span', { class: 'badge', 'data-testid': 'svc-badge', 'aria-label': t('unread'), hidden: true });
     ui.label = h('button', {
       type: 'button', class: 'label', 'data-testid': 'svc-label', 'aria-haspopup': 'dialog', 'aria-expanded': 'false',
       onclick: function () { api.open(); }
-    }, [icon('chat'), h('span', { class: 'label-text', text: S.cfg.title }), ui.badge]);
-    ui.title = h('h2', { class: 'title', id: 'svc-title', text: S.cfg.title });
+    }, [icon('chat'), h('span', { class: 'label-text', 'data-testid': 'svc-label-text', text: title() }), ui.badge]);
+    ui.title = h('h2', { class: 'title', id: 'svc-title', text: title() });
     ui.who = h('div', { class: 'sub', 'data-testid': 'svc-who' });
-    ui.list = h('div', { class: 'list', role: 'log', 'aria-live': 'polite', 'aria-label': 'Messages', 'data-testid': 'svc-messages', tabindex: '0' });
-    ui.typing = h('div', { class: 'typing', 'data-testid': 'svc-typing', hidden: true, text: 'typing\u2026' });
+    ui.list = h('div', { class: 'list', role: 'log', 'aria-live': 'polite', 'aria-label': t('messages'), 'data-testid': 'svc-messages', tabindex: '0' });
+    ui.typing = h('div', { class: 'typing', 'data-testid': 'svc-typing', hidden: true, text: t('typing') });
     ui.queue = h('div', { class: 'queue', role: 'status', 'data-testid': 'svc-queue', hidden: true });
     ui.input = h('textarea', {
-      class: 'input', 'data-testid': 'svc-input', rows: 2, maxlength: 1000, 'aria-label': 'Your message',
-      placeholder: 'Write a message\u2026', onkeydown: function (e) {
+      class: 'input', 'data-testid': 'svc-input', rows: 2, maxlength: 1000, 'aria-label': t('input'),
+      placeholder: t('input.placeholder'), onkeydown: function (e) {
         if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
       }, oninput: onInput
     });
-    ui.department = h('select', { class: 'department', 'data-testid': 'svc-department', 'aria-label': 'Department', hidden: true,
+    ui.department = h('select', { class: 'department', 'data-testid': 'svc-department', 'aria-label': t('department'), hidden: true,
       onchange: function () { S.department = +ui.department.value || null; } });
-    ui.rate = h('div', { 'data-testid': 'svc-rate', role: 'group', 'aria-label': 'Rate the chat' }, [
-      h('p', { text: 'How was it?' }),
-      h('button', { type: 'button', 'data-rating': 'positive', onclick: function () { rate('positive'); } }, [icon('up'), ' Good']),
-      h('button', { type: 'button', 'data-rating': 'negative', onclick: function () { rate('negative'); } }, [icon('down'), ' Bad'])
+    ui.rate = h('div', { 'data-testid': 'svc-rate', role: 'group', 'aria-label': t('rate.group') }, [
+      h('p', { text: t('rate.ask') }),
+      h('button', { type: 'button', 'data-rating': 'positive', onclick: function () { rate('positive'); } }, [icon('up'), t('rate.good')]),
+      h('button', { type: 'button', 'data-rating': 'negative', onclick: function () { rate('negative'); } }, [icon('down'), t('rate.bad')])
     ]);
     // After the rating, an optional word beside it (docs/widget.md, "The end of a chat").
     ui.commentText = h('textarea', { class: 'input', 'data-testid': 'svc-comment-text', rows: 2, maxlength: 1000,
-      'aria-label': 'A comment on the chat (optional)', placeholder: 'Anything to add? (optional)' });
+      'aria-label': t('comment.label'), placeholder: t('comment.placeholder') });
     ui.comment = h('form', { class: 'comment', 'data-testid': 'svc-comment', hidden: true, onsubmit: function (e) {
       e.preventDefault();
       comment();
-    } }, [ui.commentText, h('button', { type: 'submit', 'data-testid': 'svc-comment-send', text: 'Send' })]);
+    } }, [ui.commentText, h('button', { type: 'submit', 'data-testid': 'svc-comment-send', text: t('send') })]);
     // A finished chat: the message box gives way to its end (docs/widget.md, "The end of a chat").
     ui.end = h('div', { class: 'end', 'data-testid': 'svc-end', hidden: true }, [
-      h('p', { class: 'ended', text: 'The chat has ended.' }), ui.rate, ui.comment,
-      h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-new-chat', text: 'Start a new chat', onclick: function () {
+      h('p', { class: 'ended', text: t('ended') }), ui.rate, ui.comment,
+      h('button', { type: 'button', class: 'primary', 'data-testid': 'svc-new-chat', text: t('new_chat'), onclick: function () {
         S.fresh = true;
         render(true);
       } })
     ]);
     ui.compose = h('div', { class: 'compose' }, [
       ui.department, ui.input,
-      h('button', { type: 'button', class: 'send primary', 'data-testid': 'svc-send', text: 'Send', onclick: submit })
+      h('button', { type: 'button', class: 'send primary', 'data-testid': 'svc-send', text: t('send'), onclick: submit })
     ]);
     ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.queue, ui.typing, ui.end, ui.compose]);
-    ui.offline = form('svc-offline', 'Our agents are offline. Leave a message and we will answer.', [
-      field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel'),
-      field('Message', 'message', 'textarea', true)
-    ], 'Send', function (v, fail, f) {
-      var r = api.sendOfflineMessage(v, function (error) {
-        if (error) fail(error); else { f.replaceWith(h('p', { class: 'done', role: 'status', text: 'Thank you. We will get back to you.' })); }
+    var contactFields = function () { return [field(t('field.name'), 'name', 'text'), field(t('field.email'), 'email', 'email'), field(t('field.phone'), 'phone', 'tel')]; };
+    ui.offline = form('svc-offline', t('offline.intro'), contactFields().concat(field(t('field.message'), 'message', 'textarea', true)), t('send'), function (v, fail, f) {
+      var problem = offlineProblem(offlineValues(v));
+      if (problem) return fail(t(problem, { email: v.email, limit: number(MAX_OFFLINE) }));
+      api.sendOfflineMessage(v, function (error) {
+        if (error) fail(t('not_sent', { reason: error })); else { f.replaceWith(h('p', { class: 'done', role: 'status', text: t('offline.thanks') })); }
       });
-      if (r.result !== 'ok') fail(r.error);
     });
-    ui.closed = h('p', { class: 'form', text: 'Our agents are offline. Please come back later.' });
-    ui.unavailable = h('p', { class: 'form', 'data-testid': 'svc-unavailable', text: 'Sorry, this chat is not available.' });
-    ui.call = form('svc-call', 'Leave your number and we will call you back.', [field('Phone', 'phone', 'tel', true)], 'Call me back', function (v, fail) {
+    ui.closed = h('p', { class: 'form', text: t('closed') });
+    ui.unavailable = h('p', { class: 'form', 'data-testid': 'svc-unavailable', text: t('unavailable') });
+    ui.call = form('svc-call', t('call.intro'), [field(t('field.phone'), 'phone', 'tel', true)], t('call.submit'), function (v, fail) {
       var r = api.startCall(v.phone, function (error) {
         if (error) return fail(error);
         S.view = 'chat';
-        note('We will call you back at ' + v.phone + '.');
+        note(t('call.noted', { phone: v.phone }));
         render();
       });
-      if (r.result !== 'ok') fail(r.reason);
+      if (r.result !== 'ok') fail(t(REASONS[r.reason] || 'error.phone'));
     });
-    ui.contact = form('svc-contact', 'Tell us who you are.', [
-      field('Name', 'name', 'text'), field('E-mail', 'email', 'email'), field('Phone', 'phone', 'tel')
-    ], 'Save', function (v, fail) {
+    ui.contact = form('svc-contact', t('contact.intro'), contactFields(), t('contact.submit'), function (v, fail) {
       introduce({ name: v.name, email: v.email, phone: v.phone }, fail);
     });
     ui.views = h('div', { class: 'views' });
@@ -494,9 +566,9 @@
       onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); api.close(); } } }, [
       h('div', { class: 'head' }, [
         h('div', {}, [ui.title, ui.who]),
-        ui.introduce = h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: 'Introduce yourself',
+        ui.introduce = h('button', { type: 'button', class: 'link', 'data-testid': 'svc-introduce', text: t('introduce'),
           onclick: function () { S.view = S.view === 'contact' ? 'chat' : 'contact'; render(true); } }),
-        h('button', { type: 'button', class: 'close', 'data-testid': 'svc-close', 'aria-label': 'Close chat', onclick: function () { api.close(); } }, [icon('close')])
+        h('button', { type: 'button', class: 'close', 'data-testid': 'svc-close', 'aria-label': t('close'), onclick: function () { api.close(); } }, [icon('close')])
       ]),
       ui.views
     ]);
@@ -542,13 +614,13 @@
     ui.compose.hidden = !!ended;
     ui.rate.hidden = !(ended && !chat.rating);
     ui.comment.hidden = !(ended && chat.rating && S.commenting);
-    ui.who.textContent = S.refused ? 'Not available' : ended ? 'The chat has ended' : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : (chatMode() === 'online' ? 'We are online' : 'We are offline');
+    ui.who.textContent = S.refused ? t('head.unavailable') : ended ? t('ended.head') : chat && chat.state === 'active' && chat.agent_name ? chat.agent_name : chatMode() === 'online' ? t('online') : t('offline');
     if (ended && !endShown) scroll(); // the end takes room from the list: its last message stays in sight
     followQueue();
     var deps = S.cfg.departments || [];
     ui.department.hidden = !(deps.length && !open);
     if (!ui.department.options.length && deps.length) {
-      ui.department.appendChild(h('option', { value: '', text: 'Choose a department' }));
+      ui.department.appendChild(h('option', { value: '', text: t('department.choose') }));
       deps.forEach(function (x) { ui.department.appendChild(h('option', { value: String(x.id), text: x.name })); });
     }
     if (focus && S.open) {
@@ -569,8 +641,7 @@
     call('queue', {}).then(function (j) { return j.queue; }, function () { return null; }).then(function (q) {
       if (ask !== S.queueAsk) return; // stopped meanwhile
       var now = q && S.chat && S.chat.id === id && S.chat.state === 'queued';
-      ui.queue.textContent = now ? q.text : '';
-      ui.queue.hidden = !now;
+      showQueue(now ? q : null);
       S.queueTimer = setTimeout(function () { S.queueTimer = 0; followQueue(); }, (now ? q.refresh_seconds : 30) * 1000);
     });
   }
@@ -578,7 +649,23 @@
     S.queueAsk++;
     clearTimeout(S.queueTimer);
     S.queueTimer = 0;
-    if (ui.queue) ui.queue.hidden = true;
+    showQueue(null);
+  }
+  function showQueue(q) {
+    S.queue = q;
+    if (!ui.queue) return;
+    ui.queue.textContent = q ? queueLine(q) : '';
+    ui.queue.hidden = !q;
+  }
+  function queueLine(q) {
+    // The service's own line is English ("You are 2nd in line, about 3
+    // minutes"): the same sentence is made here from its numbers, in the
+    // visitor's language, with the language's plural forms.
+    var place = q.position === 1 ? t('queue.next') : t('queue.place.ordinal', { n: q.position });
+    var wait = q.wait_seconds, minutes = Math.floor((wait + 30) / 60);
+    if (typeof wait !== 'number') return place;
+    if (wait < 60) return t('queue.soon', { place: place });
+    return minutes > 60 ? t('queue.long', { place: place }) : t('queue.minutes', { place: place, n: minutes });
   }
 
   // --- what the visitor does ------------------------------------------------------------
@@ -595,12 +682,13 @@
     if (first && S.invitation) body.invitation = S.invitation;
     var accepted = get(local, '_consent');
     if (first && S.cfg.consent && accepted !== null) body.consent_version = +accepted;
+    if (first) body.language = LANG; // the chat remembers the language it started in
     S.typingSent = 0;
     return call('message', body).then(function (j) {
       add({ id: j.message_id, author: 'client', type: 'text', text: text.slice(0, 1000), sender_name: '', created: j.created }, false);
       // A chat that waits for an agent says so (a bot's chat has the bot's answer).
-      if (first && j.state === 'queued' && S.cfg.waiting_text) {
-        note(S.cfg.waiting_text);
+      if (first && j.state === 'queued') {
+        note(S.cfg.own_waiting_text || t('waiting'));
         ui.list.lastChild.setAttribute('data-testid', 'svc-waiting');
       }
       if (first) {
@@ -613,7 +701,7 @@
       }
       render();
     }, function (e) {
-      note('Not sent: ' + e.message);
+      note(t('not_sent', { reason: problem(e) }));
       // The consent text changed since this page loaded: show the new one.
       if (e.code === 'consent_required') { put(local, '_consent', null); ui.consent = null; refresh().then(function () { render(true); }); }
     });
@@ -633,10 +721,10 @@
     call('rate', { rating: rating }).then(function () {
       S.chat.rating = rating;
       S.commenting = true;
-      note('Thank you for your rating.');
+      note(t('rated'));
       render();
       ui.commentText.focus();
-    }, function (e) { note(e.message); });
+    }, function (e) { note(problem(e)); });
   }
   function comment() {
     var text = ui.commentText.value.trim();
@@ -644,9 +732,9 @@
     call('rate', { rating: S.chat.rating, comment: text }).then(function () {
       S.commenting = false;
       ui.commentText.value = '';
-      note('Thank you for your comment.');
+      note(t('commented'));
       render();
-    }, function (e) { note(e.message); });
+    }, function (e) { note(problem(e)); });
   }
 
   // --- invitations (docs/widget.md, "Rules") -------------------------------------------
@@ -688,8 +776,11 @@
     if (S.ready || S.booting) return;
     S.booting = true;
     call('session', { page: page(), landing_url: landing }).then(function (j) {
-      S.booting = false;
       load(j);
+      // setLocale's, else the page's <html lang>, else the channel's.
+      return speak(resolve(S.wanted) || resolve(d.documentElement.lang) || resolve(S.cfg.language) || 'en');
+    }).then(function () {
+      S.booting = false;
       build();
       S.ready = true;
       render();
@@ -703,6 +794,24 @@
     }, function () {
       S.booting = false; // unreachable: the page stays as it is
     });
+  }
+  function rebuild() {
+    // Another language, live: the UI drawn again in it, what the list has
+    // said kept (its times in the new language), the window as it was.
+    var list = ui.list, open = S.open;
+    if (host && host.parentNode) host.parentNode.removeChild(host);
+    ui = {};
+    build();
+    ui.list.textContent = ''; // build() drew the messages: the old list has them and its notes
+    while (list.firstChild) ui.list.appendChild(list.firstChild);
+    [].forEach.call(ui.list.querySelectorAll('time'), clock);
+    ui.window.hidden = !open;
+    ui.label.hidden = open;
+    ui.label.setAttribute('aria-expanded', String(open));
+    badge();
+    showQueue(S.queue);
+    render();
+    scroll();
   }
   function destroy() {
     stopQueue();
@@ -783,6 +892,32 @@
     if (typeof phone !== 'string' || !PHONE.test(phone.trim())) return 'Wrong phone number format';
     var digits = phone.replace(/\D/g, '').length;
     return digits < 7 || digits > 15 ? 'Wrong phone number format' : '';
+  }
+  function title() { return S.cfg.own_title || t('title'); }
+  // What svc_api answers the page (the spec's English) → what the visitor reads.
+  var REASONS = { 'Callback disabled': 'callback.disabled', 'Callback unavaiable': 'callback.closed', 'Wrong phone number format': 'error.phone' };
+  var MAX_OFFLINE = 4000;
+  var OFFLINE = {
+    'offline.message': 'Write a message.',
+    'offline.contact': 'Give an e-mail address or a phone number so that we can answer.',
+    'error.email': '{email} is not a valid e-mail address',
+    'error.phone': 'Wrong phone number format',
+    'offline.long': 'The message is longer than {limit} characters.',
+    'offline.off': 'This widget takes no offline messages.'
+  };
+  function offlineValues(message) {
+    var m = message && typeof message === 'object' ? message : {}, v = {};
+    ['name', 'email', 'phone', 'description', 'message'].forEach(function (k) { v[k] = m[k] === undefined || m[k] === null ? '' : String(m[k]).trim(); });
+    return v;
+  }
+  function offlineProblem(v) {
+    // A key of OFFLINE (and of the catalogue), '' when the message may go.
+    return !v.message ? 'offline.message'
+      : !v.email && !v.phone ? 'offline.contact'
+        : v.email && !EMAIL.test(v.email) ? 'error.email'
+          : v.phone && phoneError(v.phone) ? 'error.phone'
+            : v.message.length > MAX_OFFLINE ? 'offline.long'
+              : S.cfg && !S.cfg.offline_form ? 'offline.off' : '';
   }
   function fields(list) {
     return list.map(function (f) {
@@ -901,16 +1036,8 @@
       }, function () { try { done({ reason: 'Callback unavaiable' }); } catch (e) { /* the page's */ } });
     },
     sendOfflineMessage: function (message, done) {
-      var m = message && typeof message === 'object' ? message : {};
-      var v = {};
-      ['name', 'email', 'phone', 'description', 'message'].forEach(function (k) { v[k] = m[k] === undefined || m[k] === null ? '' : String(m[k]).trim(); });
-      var error = !v.message ? 'Write a message.'
-        : !v.email && !v.phone ? 'Give an e-mail address or a phone number so that we can answer.'
-          : v.email && !EMAIL.test(v.email) ? v.email + ' is not a valid e-mail address'
-            : v.phone && phoneError(v.phone) ? 'Wrong phone number format' : '';
-      if (!error && v.message.length > 4000) error = 'The message is longer than 4000 characters.';
-      if (!error && S.cfg && !S.cfg.offline_form) error = 'This widget takes no offline messages.';
-      if (error) return { result: 'fail', error: error };
+      var v = offlineValues(message), problem = offlineProblem(v);
+      if (problem) return { result: 'fail', error: OFFLINE[problem].replace('{email}', v.email).replace('{limit}', MAX_OFFLINE) };
       v.page = page();
       v.landing_url = landing;
       call('offline', v).then(function () { if (typeof done === 'function') done(null); }, function (e) {
@@ -949,6 +1076,16 @@
       if (!COLOR.test(color || '') || (color2 && !COLOR.test(color2))) return fail('Colours are #rrggbb.');
       S.color = [color, color2 || (S.cfg ? S.cfg.color2 : '#ffffff')];
       if (host) paint();
+      return { result: 'ok' };
+    },
+    setLocale: function (code) {
+      // Beyond the spec's table (docs/widget.md, "Languages"): the page's
+      // choice, over <html lang> and the channel's language, for this page.
+      if (!S.ready) { S.wanted = code; return { result: 'ok' }; } // weighed at load
+      var lang = resolve(code);
+      if (!lang) return fail('The widget does not speak ' + String(code) + '; it speaks ' + Object.keys(S.cfg.languages).join(', ') + '.');
+      S.wanted = lang;
+      if (lang !== LANG) speak(lang).then(rebuild, noop);
       return { result: 'ok' };
     },
     init: function () { boot(); return { result: 'ok' }; },
@@ -993,7 +1130,7 @@
     '.msg{max-width:85%;padding:8px 12px;border-radius:12px;background:#fff;border:1px solid #d0d7de;overflow-wrap:anywhere;white-space:pre-wrap}',
     '.msg.client{align-self:flex-end;background:var(--svc-color);color:var(--svc-text);border-color:transparent}',
     '.msg.agent,.msg.bot{align-self:flex-start}',
-    '.at{display:block;margin-top:2px;font-size:11px;text-align:right;color:#57606a}',
+    '.at{display:block;margin-top:2px;font-size:11px;text-align:end;color:#57606a}',
     '.at::after{content:attr(data-time)}',
     '.msg.client .at{color:inherit}',
     '.who{font-size:12px;font-weight:600;color:#57606a;margin-bottom:2px}',

@@ -48,6 +48,7 @@ FUNCTIONS = [
     "getUtm",
     "clearHistory",
     "setWidgetColor",
+    "setLocale",
 ]
 PAGE_FUNCTIONS = ["svc_destroy", "svc_init"]
 

@@ -138,6 +138,7 @@ def form(**overrides: Any) -> dict[str, Any]:
         "agents": [],
         "active": "on",
         "title": "Chat with us",
+        "language": "en",
         "color": "#1f6feb",
         "color2": "#ffffff",
         "departments": [],

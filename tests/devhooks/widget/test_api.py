@@ -46,7 +46,7 @@ from bots.models import BotEvent
 from config.api_errors import CODES
 from devhooks.models import WidgetChannel
 from devhooks.webhooks.services import set_developer_webhook
-from devhooks.widget import views
+from devhooks.widget import languages, views
 from devhooks.widget.services import create_widget_channel
 from devhooks.widget.tokens import client_for_visitor_token
 from tests.aio import run_async
@@ -189,16 +189,20 @@ def test_a_page_load_gets_the_widgets_config(widget: WidgetChannel, billing: Dep
         "config": {
             "widget_id": widget.channel.public_id,
             "title": "Talk to us",
+            "own_title": "Talk to us",
             "color": "#1f6feb",
             "color2": "#ffffff",
             "mode": "online",
             "offline_form": True,
             "waiting_text": "An agent will answer shortly.",
+            "own_waiting_text": "",
             "prechat": {},
             "consent": None,
             "callback": {"enabled": False, "reason": "Callback disabled"},
             "departments": [{"id": billing.pk, "name": "Billing"}],
             "rules": {"invitations": []},
+            "language": "en",
+            "languages": languages.versions(),
         },
         "visitor": None,
     }

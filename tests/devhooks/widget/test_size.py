@@ -1,5 +1,6 @@
-"""The widget's size budget (docs/widget.md): script and styles, as a browser
-downloads them before the visitor opens the widget, at most 30 KB gzipped."""
+"""The widget's size budget (docs/widget.md): script and styles, and the
+catalogue of the visitor's language, as a browser downloads them before the
+visitor opens the widget, at most 30 KB gzipped."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import gzip
 import pytest
 from django.test import Client
 
+from devhooks.widget import languages
 from devhooks.widget import services as widgets
 from tests.worker import ROOT
 
@@ -44,3 +46,19 @@ def test_an_unknown_widget_gets_no_script(client: Client) -> None:
     response = client.get("/widget/nothing-here.js", HTTP_ACCEPT_ENCODING="gzip")
     assert response.status_code == 404
     assert b"svc_api" not in response.content
+
+
+def test_the_script_with_the_largest_catalogue_is_within_the_budget(client: Client) -> None:
+    # A browser loads the script and one catalogue (its visitor's language),
+    # each as served.
+    widget = widgets.create_widget_channel(name="Site")
+    script = client.get(f"/widget/{widget.widget_id}.js", HTTP_ACCEPT_ENCODING="gzip")
+    versions = languages.versions()
+    sizes = {}
+    for code, version in versions.items():
+        answer = client.get(f"/widget/lang/{code}.json?v={version}", HTTP_ACCEPT_ENCODING="gzip")
+        assert answer.status_code == 200 and answer["Content-Encoding"] == "gzip"
+        sizes[code] = len(script.content) + len(answer.content)
+    print(f"widget.js and a catalogue, gzipped: {sizes}")
+    assert set(sizes) == set(languages.WIDGET_LANGUAGES)
+    assert max(sizes.values()) <= BUDGET
