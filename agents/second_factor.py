@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import django_otp
 from django.conf import settings
 from django.db import transaction
-from django.template.defaultfilters import pluralize
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -97,11 +98,11 @@ def verify_code(*, agent: Agent, code: str) -> Device:
     each wrong code double the wait before the next is checked."""
     device, token = _device_for(agent=agent, code=code)
     if device is None:
-        raise SecondFactorRefused("That code is not right.")
+        raise SecondFactorRefused(_("That code is not right."))
     _refuse_while_throttled(device)
     verified = django_otp.verify_token(agent, device.persistent_id, token)
     if verified is None:
-        raise SecondFactorRefused("That code is not right.")
+        raise SecondFactorRefused(_("That code is not right."))
     if isinstance(verified, StaticDevice):
         logger.info(
             "second_factor.recovery_code_used agent=%s left=%s",
@@ -124,7 +125,12 @@ def _refuse_while_throttled(device: Device) -> None:
     until = (why or {}).get("locked_until")
     seconds = max(1, math.ceil((until - timezone.now()).total_seconds())) if until else 1
     raise SecondFactorRefused(
-        f"After wrong codes, the next is checked in {seconds} second{pluralize(seconds)}."
+        ngettext(
+            "After wrong codes, the next is checked in %(seconds)d second.",
+            "After wrong codes, the next is checked in %(seconds)d seconds.",
+            seconds,
+        )
+        % {"seconds": seconds}
     )
 
 
