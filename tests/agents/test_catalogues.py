@@ -26,8 +26,9 @@ CATALOGUES = [
 # How many forms a count takes (CLDR): one, few, many in Russian; zero, one,
 # two, few, many, other in Arabic.
 PLURAL_FORMS = {"ru": 3, "ar": 6, "de": 2, "es": 2, "fr": 2, "pt-br": 2}
-# python-format (%(name)s, %s, %d) and brace-format ({name}) placeholders.
-PLACEHOLDER = re.compile(r"%\((\w+)\)[sdif]|%[sdif]|\{(\w*)\}")
+# python-format (%(name)s, %s, %d), brace-format ({name}) placeholders, and
+# the canned replies' variables ({{client.name}}).
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sdif]|%[sdif]|\{\{\s*[\w.]+\s*\}\}|\{(\w*)\}")
 
 # The pages whose every word goes through the catalogue; docs/translating.md
 # lists the ones still to do.
@@ -45,6 +46,11 @@ TRANSLATED_TEMPLATES = [
             "password_reset",
             "workspace",
             "settings",
+            "history",
+            "canned",
+            "team",
+            "_team",
+            "_reassign",
             "_lists",
             "_chat_item",
             "_chat_head",

@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from django.conf import settings
 from django.test import Client as Browser
 from django.utils import translation
 
@@ -178,3 +179,25 @@ def test_a_second_agent_keeps_their_own_language() -> None:
     english = AgentFactory.create()
     assert "Очередь" in signed_in(russian).get("/agent/").content.decode()
     assert "Queue" in signed_in(english).get("/agent/").content.decode()
+
+
+@pytest.mark.parametrize("code", [code for code, _ in settings.LANGUAGES])
+def test_every_page_speaks_every_language(code: str) -> None:
+    supervisor = AgentFactory.create(role="supervisor", language=code)
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[supervisor]))
+    chat = services.post_client_message(client=client, content=text("Hi")).chat
+    page = signed_in(supervisor)
+    with translation.override(code):
+        expected = {
+            "/agent/": translation.gettext("Queue"),
+            f"/agent/chats/{chat.pk}/": translation.gettext("Take this chat (R)"),
+            "/agent/history/": translation.gettext("Finished chats"),
+            "/agent/canned/": translation.gettext("New reply"),
+            "/agent/team/": translation.gettext("Waiting for a reply"),
+            "/agent/settings/": translation.gettext("Language of these pages"),
+        }
+    for address, words in expected.items():
+        answer = page.get(address)
+        body = answer.content.decode()
+        assert answer.status_code == 200, address
+        assert f'<html lang="{code}"' in body and words in body, address
