@@ -148,7 +148,7 @@ def _accepted(device: TOTPDevice, code: str) -> bool:
 def begin_enrolment(*, agent: Agent) -> TOTPDevice:
     """A new, unconfirmed app with a new key; an earlier unfinished set-up is dropped."""
     if has_second_factor(agent=agent):
-        raise SecondFactorRefused("Two-factor sign-in is on already.")
+        raise SecondFactorRefused(_("Two-factor sign-in is on already."))
     TOTPDevice.objects.filter(user=agent, confirmed=False).delete()
     return TOTPDevice.objects.create(user=agent, name=APP_DEVICE, confirmed=False)
 
@@ -158,14 +158,14 @@ def confirm_enrolment(*, agent: Agent, code: str, keep_session_key: str | None =
     agent's other sessions than ``keep_session_key``'s are signed out."""
     device = pending_enrolment(agent=agent)
     if device is None:
-        raise SecondFactorRefused("Start the set-up again: it was not started or has ended.")
+        raise SecondFactorRefused(_("Start the set-up again: it was not started or has ended."))
     _refuse_while_throttled(device)
     if not _accepted(device, code):
-        raise SecondFactorRefused("That code is not right: type the one your app shows now.")
+        raise SecondFactorRefused(_("That code is not right: type the one your app shows now."))
     with transaction.atomic():
         confirmed = TOTPDevice.objects.filter(pk=device.pk, confirmed=False).update(confirmed=True)
         if not confirmed:  # another request confirmed it first
-            raise SecondFactorRefused("Two-factor sign-in is on already.")
+            raise SecondFactorRefused(_("Two-factor sign-in is on already."))
         device.refresh_from_db()
         return _enabled(agent=agent, device=device, actor=agent, keep_session_key=keep_session_key)
 
@@ -176,14 +176,14 @@ def disable(*, agent: Agent, proof: str, keep_session_key: str | None = None) ->
     than ``keep_session_key``'s are signed out."""
     device = TOTPDevice.objects.filter(user=agent, confirmed=True).first()
     if device is None:
-        raise SecondFactorRefused("Two-factor sign-in is off already.")
+        raise SecondFactorRefused(_("Two-factor sign-in is off already."))
     if _APP_CODE.fullmatch("".join(proof.split())):
         _refuse_while_throttled(device)
         proven = _accepted(device, proof)
     else:
         proven = agent.check_password(proof)
     if not proven:
-        raise SecondFactorRefused("Type a code from your app, or your password.")
+        raise SecondFactorRefused(_("Type a code from your app, or your password."))
     with transaction.atomic():
         _remove(agent=agent, actor=agent, keep_session_key=keep_session_key)
 

@@ -11,8 +11,12 @@
   // (never "0 minutes"); data-local="time": the time of day (and the date when
   // it is not today). The title is always the full local date and time.
   // Dates and times in the page's language (the agent's choice, else the
-  // browser's: <html lang>); the words from the catalogue (/agent/jsi18n/).
-  const locale = document.documentElement.lang || undefined;
+  // browser's: <html lang>), in the browser's own variant of it when it has
+  // one (en-GB's 24-hour clock); the words from the catalogue (/agent/jsi18n/).
+  const language = (document.documentElement.lang || "").toLowerCase().split("-")[0];
+  const locale = (navigator.languages || []).find(
+    (tag) => tag.toLowerCase().split("-")[0] === language,
+  ) || document.documentElement.lang || undefined;
   const full = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "medium" });
   const clock = new Intl.DateTimeFormat(locale, { hour: "2-digit", minute: "2-digit" });
   const day = new Intl.DateTimeFormat(locale, { day: "numeric", month: "short" });

@@ -51,6 +51,8 @@ TRANSLATED_TEMPLATES = [
             "team",
             "_team",
             "_reassign",
+            "reports",
+            "second_factor",
             "_lists",
             "_chat_item",
             "_chat_head",

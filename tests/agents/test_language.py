@@ -195,6 +195,8 @@ def test_every_page_speaks_every_language(code: str) -> None:
             "/agent/canned/": translation.gettext("New reply"),
             "/agent/team/": translation.gettext("Waiting for a reply"),
             "/agent/settings/": translation.gettext("Language of these pages"),
+            "/agent/reports/": translation.gettext("Arrivals by weekday and hour"),
+            "/agent/settings/two-factor/": translation.gettext("Set up two-factor sign-in"),
         }
     for address, words in expected.items():
         answer = page.get(address)
