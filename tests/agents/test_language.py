@@ -203,3 +203,11 @@ def test_every_page_speaks_every_language(code: str) -> None:
         body = answer.content.decode()
         assert answer.status_code == 200, address
         assert f'<html lang="{code}"' in body and words in body, address
+
+
+def test_an_admin_sets_an_agents_language_in_the_admin() -> None:
+    admin = AgentFactory.create(role="admin")
+    agent = AgentFactory.create()
+    page = signed_in(admin)
+    body = page.get(f"/admin/agents/agent/{agent.pk}/change/").content.decode()
+    assert '<select name="language"' in body and ">Русский</option>" in body
