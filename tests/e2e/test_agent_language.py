@@ -93,3 +93,7 @@ def test_arabic_pages_read_right_to_left(german: Page, alice: Agent) -> None:
     expect(german.locator("html")).to_have_attribute("lang", "ar")
     expect(german.locator("#queue-title")).to_contain_text("قائمة الانتظار")
     assert german.evaluate("getComputedStyle(document.body).direction") == "rtl"
+    # The layout follows: the lists, first in the page, stand on the right.
+    lists = german.locator("#lists").bounding_box()
+    pane = german.locator(".conversation").bounding_box()
+    assert lists and pane and lists["x"] > pane["x"]
