@@ -73,7 +73,10 @@ class AgentAdmin(UserAdmin):
     # groups (unregistered) nor per-user permissions.
     fieldsets = (
         (None, {"fields": ("email", "password")}),
-        ("Profile", {"fields": ("name", "phone", "photo_url", "is_online", "departments")}),
+        (
+            "Profile",
+            {"fields": ("name", "phone", "photo_url", "language", "is_online", "departments")},
+        ),
         ("Routing", {"fields": ("max_chats",)}),
         ("Permissions", {"fields": ("is_active", "role")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),

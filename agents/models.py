@@ -80,6 +80,8 @@ class Agent(AbstractBaseUser, PermissionsMixin):
     # my chats while the tab is hidden.
     notify_sound = models.BooleanField(default=True)
     notify_desktop = models.BooleanField(default=True)
+    # The agent pages' language (agents/pages/language.py); blank: the browser's.
+    language = models.CharField(max_length=10, blank=True, choices=settings.LANGUAGES)
     departments = models.ManyToManyField(Department, blank=True, related_name="agents")
     # Routing (docs/routing.md): how many chats the agent answers at once
     # (blank: the installation's AGENT_MAX_CHATS), and when a chat was last

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import django_otp
 from django.conf import settings
 from django.db import transaction
-from django.template.defaultfilters import pluralize
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -97,11 +98,11 @@ def verify_code(*, agent: Agent, code: str) -> Device:
     each wrong code double the wait before the next is checked."""
     device, token = _device_for(agent=agent, code=code)
     if device is None:
-        raise SecondFactorRefused("That code is not right.")
+        raise SecondFactorRefused(_("That code is not right."))
     _refuse_while_throttled(device)
     verified = django_otp.verify_token(agent, device.persistent_id, token)
     if verified is None:
-        raise SecondFactorRefused("That code is not right.")
+        raise SecondFactorRefused(_("That code is not right."))
     if isinstance(verified, StaticDevice):
         logger.info(
             "second_factor.recovery_code_used agent=%s left=%s",
@@ -124,7 +125,12 @@ def _refuse_while_throttled(device: Device) -> None:
     until = (why or {}).get("locked_until")
     seconds = max(1, math.ceil((until - timezone.now()).total_seconds())) if until else 1
     raise SecondFactorRefused(
-        f"After wrong codes, the next is checked in {seconds} second{pluralize(seconds)}."
+        ngettext(
+            "After wrong codes, the next is checked in %(seconds)d second.",
+            "After wrong codes, the next is checked in %(seconds)d seconds.",
+            seconds,
+        )
+        % {"seconds": seconds}
     )
 
 
@@ -142,7 +148,7 @@ def _accepted(device: TOTPDevice, code: str) -> bool:
 def begin_enrolment(*, agent: Agent) -> TOTPDevice:
     """A new, unconfirmed app with a new key; an earlier unfinished set-up is dropped."""
     if has_second_factor(agent=agent):
-        raise SecondFactorRefused("Two-factor sign-in is on already.")
+        raise SecondFactorRefused(_("Two-factor sign-in is on already."))
     TOTPDevice.objects.filter(user=agent, confirmed=False).delete()
     return TOTPDevice.objects.create(user=agent, name=APP_DEVICE, confirmed=False)
 
@@ -152,14 +158,14 @@ def confirm_enrolment(*, agent: Agent, code: str, keep_session_key: str | None =
     agent's other sessions than ``keep_session_key``'s are signed out."""
     device = pending_enrolment(agent=agent)
     if device is None:
-        raise SecondFactorRefused("Start the set-up again: it was not started or has ended.")
+        raise SecondFactorRefused(_("Start the set-up again: it was not started or has ended."))
     _refuse_while_throttled(device)
     if not _accepted(device, code):
-        raise SecondFactorRefused("That code is not right: type the one your app shows now.")
+        raise SecondFactorRefused(_("That code is not right: type the one your app shows now."))
     with transaction.atomic():
         confirmed = TOTPDevice.objects.filter(pk=device.pk, confirmed=False).update(confirmed=True)
         if not confirmed:  # another request confirmed it first
-            raise SecondFactorRefused("Two-factor sign-in is on already.")
+            raise SecondFactorRefused(_("Two-factor sign-in is on already."))
         device.refresh_from_db()
         return _enabled(agent=agent, device=device, actor=agent, keep_session_key=keep_session_key)
 
@@ -170,14 +176,14 @@ def disable(*, agent: Agent, proof: str, keep_session_key: str | None = None) ->
     than ``keep_session_key``'s are signed out."""
     device = TOTPDevice.objects.filter(user=agent, confirmed=True).first()
     if device is None:
-        raise SecondFactorRefused("Two-factor sign-in is off already.")
+        raise SecondFactorRefused(_("Two-factor sign-in is off already."))
     if _APP_CODE.fullmatch("".join(proof.split())):
         _refuse_while_throttled(device)
         proven = _accepted(device, proof)
     else:
         proven = agent.check_password(proof)
     if not proven:
-        raise SecondFactorRefused("Type a code from your app, or your password.")
+        raise SecondFactorRefused(_("Type a code from your app, or your password."))
     with transaction.atomic():
         _remove(agent=agent, actor=agent, keep_session_key=keep_session_key)
 

@@ -115,6 +115,9 @@ MIDDLEWARE = [
     "agents.presence.seen_middleware",
     # A signed-in session's last sign of life (agents/sessions.py).
     "agents.sessions.seen_middleware",
+    # The agent pages' and the admin's language: the agent's choice, else the
+    # browser's (agents/pages/language.py, docs/translating.md).
+    "agents.pages.language.language_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a refused sign-in into the locked page.
@@ -495,9 +498,21 @@ if not INSTALLATION_ID.isascii() or not INSTALLATION_ID.isdigit():
     raise ImproperlyConfigured("INSTALLATION_ID must be a string of digits")
 
 # --- i18n, static ---------------------------------------------------------
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
 USE_I18N = True
+# The languages of the agent pages (docs/translating.md), each named in itself:
+# the agent picks theirs from this list on the settings page.
+LANGUAGES = [
+    ("en", "English"),
+    ("ru", "Русский"),
+    ("de", "Deutsch"),
+    ("es", "Español"),
+    ("fr", "Français"),
+    ("pt-br", "Português (Brasil)"),
+    ("ar", "العربية"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 
 STATIC_URL = "/static/"

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import canned, selectors
@@ -42,7 +43,10 @@ def replies(request: HttpRequest) -> HttpResponse:
         except ServiceError as error:
             messages.error(request, error.message)
         else:
-            messages.success(request, f"/{made.shortcut} is ready: type it in a reply box.")
+            messages.success(
+                request,
+                _("/%(shortcut)s is ready: type it in a reply box.") % {"shortcut": made.shortcut},
+            )
             return redirect("agent:canned")
     return render(
         request,
@@ -69,7 +73,7 @@ def edit(request: HttpRequest, reply_id: int) -> HttpResponse:
         except ServiceError as error:
             messages.error(request, error.message)
         else:
-            messages.success(request, f"/{reply.shortcut} is saved.")
+            messages.success(request, _("/%(shortcut)s is saved.") % {"shortcut": reply.shortcut})
             return redirect("agent:canned")
     return render(
         request,
@@ -87,7 +91,7 @@ def delete(request: HttpRequest, reply_id: int) -> HttpResponse:
     except ServiceError as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"/{reply.shortcut} is deleted.")
+        messages.success(request, _("/%(shortcut)s is deleted.") % {"shortcut": reply.shortcut})
     return redirect("agent:canned")
 
 

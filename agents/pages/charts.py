@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import ceil
 
+from django.utils.dates import WEEKDAYS_ABBR
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import ngettext
 
 WIDTH, HEIGHT = 640, 220  # of a bar chart's viewBox
 AXIS = 24  # room under the bars for their labels
 TOP = 18  # room over the tallest bar for its figure
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+# Monday first, in the page's language (Django's own names).
+WEEKDAYS = [WEEKDAYS_ABBR[n] for n in range(7)]
 CELL, LEFT, HEAD = 24, 40, 18  # the heatmap's cell, its weekday column and hour row
 SHADES = 5  # the heatmap's shades beside the empty cell
 
@@ -101,8 +104,7 @@ def heatmap(*, title: str, cells: Sequence[dict[str, int]]) -> SafeString:
     )
     grid = format_html_join(
         "",
-        '<rect x="{}" y="{}" width="{}" height="{}" class="heat heat-{}">'
-        "<title>{} {}:00: {} chats</title></rect>",
+        '<rect x="{}" y="{}" width="{}" height="{}" class="heat heat-{}"><title>{}</title></rect>',
         (
             (
                 LEFT + cell["hour"] * CELL,
@@ -110,9 +112,16 @@ def heatmap(*, title: str, cells: Sequence[dict[str, int]]) -> SafeString:
                 CELL - 2,
                 CELL - 2,
                 shade(cell["chats"], most),
-                WEEKDAYS[cell["weekday"]],
-                f"{cell['hour']:02d}",
-                cell["chats"],
+                ngettext(
+                    "%(weekday)s %(hour)s:00: %(count)s chat",
+                    "%(weekday)s %(hour)s:00: %(count)s chats",
+                    cell["chats"],
+                )
+                % {
+                    "weekday": WEEKDAYS[cell["weekday"]],
+                    "hour": f"{cell['hour']:02d}",
+                    "count": cell["chats"],
+                },
             )
             for cell in cells
         ),

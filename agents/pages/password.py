@@ -15,6 +15,7 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
@@ -97,5 +98,5 @@ class ResetView(auth_views.PasswordResetConfirmView):
 
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
-        messages.success(self.request, "Your new password is set: sign in with it.")
+        messages.success(self.request, _("Your new password is set: sign in with it."))
         return response

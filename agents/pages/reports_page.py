@@ -17,7 +17,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
-from django.utils import timezone
+from django.utils import dateformat, timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -33,14 +35,14 @@ DEFAULT_PERIOD = "7d"
 FILTERS = ("tz", "channel", "department", "agent", "label")
 # The summary's cards: (figure of reports.summary_compared, its name, its kind).
 CARDS = (
-    ("chats", "Chats", "count"),
-    ("answered", "Answered", "count"),
-    ("missed", "Missed", "count"),
-    ("first_response_seconds_median", "Median first response", "seconds"),
-    ("wait_seconds_median", "Median wait", "seconds"),
-    ("handle_seconds_median", "Median handle time", "seconds"),
-    ("csat_percent", "CSAT", "percent"),
-    ("offline_messages", "Offline messages", "count"),
+    ("chats", gettext_lazy("Chats"), "count"),
+    ("answered", gettext_lazy("Answered"), "count"),
+    ("missed", gettext_lazy("Missed"), "count"),
+    ("first_response_seconds_median", gettext_lazy("Median first response"), "seconds"),
+    ("wait_seconds_median", gettext_lazy("Median wait"), "seconds"),
+    ("handle_seconds_median", gettext_lazy("Median handle time"), "seconds"),
+    ("csat_percent", gettext_lazy("CSAT"), "percent"),
+    ("offline_messages", gettext_lazy("Offline messages"), "count"),
 )
 TABLES = ("summary", "days", "hours", "first_response", "agents", "channels")
 # The CSV's header when a table has no row (the others always have rows).
@@ -110,7 +112,9 @@ def _form(viewer: Agent, params: dict[str, str]) -> dict[str, Any]:
     periods = [
         {
             "key": key,
-            "name": "Today" if key == "today" else f"{days} days",
+            "name": _("Today")
+            if key == "today"
+            else ngettext("%(days)s day", "%(days)s days", days) % {"days": days},
             "query": urlencode({**filters, "period": key}),
             "current": _iso(_period(days, params["tz"])) == (params["from"], params["to"]),
         }
@@ -141,10 +145,10 @@ def _report(query: reports.ReportQuery) -> dict[str, Any]:
         "first_day": first,
         "last_day": last,
         "previous": reports.days_of(reports.previous_period(query)),
-        "cards": [_card(compared[figure], name, kind) for figure, name, kind in CARDS],
+        "cards": [_card(compared[figure], str(name), kind) for figure, name, kind in CARDS],
         "days": days,
         "days_chart": charts.bar_chart(
-            title=f"Chats per day, {first} to {last}",
+            title=_("Chats per day, %(first)s to %(last)s") % {"first": first, "last": last},
             bars=[(_short_day(row["day"]), row["chats"]) for row in days],
             labels_every=ceil(len(days) / 8),
         ),
@@ -152,10 +156,10 @@ def _report(query: reports.ReportQuery) -> dict[str, Any]:
             {"weekday": name, "cells": hours[n * 24 : (n + 1) * 24]}
             for n, name in enumerate(charts.WEEKDAYS)
         ],
-        "hours_chart": charts.heatmap(title="Chats by weekday and hour of arrival", cells=hours),
+        "hours_chart": charts.heatmap(title=_("Chats by weekday and hour of arrival"), cells=hours),
         "distribution": distribution,
         "distribution_chart": charts.bar_chart(
-            title="Answered chats by first response time",
+            title=_("Answered chats by first response time"),
             bars=[(row["bucket"], row["chats"]) for row in distribution],
         ),
         "agent_rows": reports.agents_online(query),
@@ -164,15 +168,14 @@ def _report(query: reports.ReportQuery) -> dict[str, Any]:
 
 
 def _short_day(iso: str) -> str:
-    day = date.fromisoformat(iso)
-    return f"{day.day} {day:%b}"
+    return dateformat.format(date.fromisoformat(iso), "j M")  # "5 Mar", in the page's language
 
 
 def _card(row: dict[str, Any], name: str, kind: str) -> dict[str, Any]:
     """A summary figure as the page writes it: now, before, and the change."""
     difference, percent = row["difference"], row["percent"]
     if difference is None:
-        change = "no change to tell"
+        change = _("no change to tell")
     else:
         sign = "+" if difference > 0 else ""
         change = f"{sign}{_shown(difference, kind)}"

@@ -17,6 +17,8 @@ from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -30,15 +32,20 @@ NEW_RECOVERY_CODES = "agent-settings-new-recovery-codes"
 # wrong one besides. A million codes cannot be walked through.
 CODE_TRIES = 5
 CODE_WINDOW = 300
-TOO_MANY = "Too many tries: wait five minutes, then try again."
+
+
+def _too_many() -> str:
+    return _("Too many tries: wait five minutes, then try again.")
+
 
 # What a session owing its code may open, and one owing its set-up.
-_SIGNING_IN = {"agent:signin-code", "agent:logout", "admin:logout"}
+_SIGNING_IN = {"agent:signin-code", "agent:logout", "admin:logout", "agent:catalogue"}
 _SETTING_UP = {
     "agent:second-factor",
     "agent:second-factor-begin",
     "agent:second-factor-confirm",
     "agent:logout",
+    "agent:catalogue",
     "admin:logout",
 }
 
@@ -107,7 +114,7 @@ def signin_code(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "agents/signin_code.html", {"next": target})
     if not _tried(request, agent):
-        context = {"next": target, "error": TOO_MANY}
+        context = {"next": target, "error": _too_many()}
         return render(request, "agents/signin_code.html", context, status=429)
     try:
         device = second_factor.verify_code(agent=agent, code=request.POST.get("code", "")[:100])
@@ -118,7 +125,15 @@ def signin_code(request: HttpRequest) -> HttpResponse:
     django_otp.login(request, device)
     if device.name == second_factor.RECOVERY_DEVICE:
         left = second_factor.recovery_codes_left(agent=agent)
-        messages.warning(request, f"You used a recovery code: {left} left.")
+        messages.warning(
+            request,
+            ngettext(
+                "You used a recovery code: %(left)d left.",
+                "You used a recovery code: %(left)d left.",
+                left,
+            )
+            % {"left": left},
+        )
     return redirect(target)
 
 
@@ -165,7 +180,7 @@ def confirm_setup(request: HttpRequest) -> HttpResponse:
     verified, and the recovery codes wait in the session to be shown once."""
     agent = _agent(request)
     if not _tried(request, agent):
-        return _setup(request, agent, TOO_MANY, status=429)
+        return _setup(request, agent, _too_many(), status=429)
     try:
         enrolled = second_factor.confirm_enrolment(
             agent=agent,
@@ -176,7 +191,7 @@ def confirm_setup(request: HttpRequest) -> HttpResponse:
         return _setup(request, agent, error.message, status=400)
     django_otp.login(request, enrolled.device)
     request.session[NEW_RECOVERY_CODES] = enrolled.recovery_codes
-    messages.success(request, "Two-factor sign-in is on.")
+    messages.success(request, _("Two-factor sign-in is on."))
     return redirect(reverse("agent:settings") + "#two-factor")
 
 
@@ -186,7 +201,7 @@ def confirm_setup(request: HttpRequest) -> HttpResponse:
 def turn_off(request: HttpRequest) -> HttpResponse:
     agent = _agent(request)
     if not _tried(request, agent):
-        messages.error(request, TOO_MANY)
+        messages.error(request, _too_many())
         return redirect(reverse("agent:settings") + "#two-factor")
     try:
         second_factor.disable(
@@ -197,5 +212,5 @@ def turn_off(request: HttpRequest) -> HttpResponse:
     except second_factor.SecondFactorRefused as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, "Two-factor sign-in is off.")
+        messages.success(request, _("Two-factor sign-in is off."))
     return redirect(reverse("agent:settings") + "#two-factor")

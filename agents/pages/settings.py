@@ -7,15 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agents import accounts, ratelimit, second_factor, services, sessions, tokens
 from agents.models import Agent, AgentSession, ApiToken
+from agents.pages import language
 from agents.pages.second_factor import NEW_RECOVERY_CODES
 from agents.pages.workspace import _agent
 
@@ -33,7 +38,7 @@ class PasswordChangeForm(forms.Form):
     def clean(self) -> dict[str, Any] | None:
         data = super().clean()
         if self.cleaned_data.get("new_password1") != self.cleaned_data.get("new_password2"):
-            self.add_error("new_password2", "The two new passwords differ.")
+            self.add_error("new_password2", _("The two new passwords differ."))
         return data
 
 
@@ -50,11 +55,14 @@ def settings_page(request: HttpRequest) -> HttpResponse:
                 photo_url=request.POST.get("photo_url", "")[:1000],
                 notify_sound=request.POST.get("notify_sound") == "on",
                 notify_desktop=request.POST.get("notify_desktop") == "on",
+                language=request.POST.get("language", "")[:10],
             )
         except services.ServiceError as error:
             messages.error(request, error.message)
         else:
-            messages.success(request, "Your settings are saved.")
+            # Said in the language just chosen, as the next page will be.
+            with translation.override(language.language_of(request)):
+                messages.success(request, _("Your settings are saved."))
             return redirect("agent:settings")
     return _page(request, agent)
 
@@ -79,6 +87,7 @@ def _page(
         "token": ApiToken.objects.filter(agent=agent).first(),
         "password_form": password_form or PasswordChangeForm(),
         "sessions": [(row, row.key_hash == this_one) for row in sessions.sessions_of(agent)],
+        "languages": settings.LANGUAGES,
     }
     return render(request, "agents/settings.html", context, status=status)
 
@@ -96,7 +105,7 @@ def change_password(request: HttpRequest) -> HttpResponse:
     if not ratelimit.admit(
         key=f"password-change:{agent.pk}", limit=PASSWORD_CHANGES_PER_HOUR, window=3600
     ):
-        form.add_error(None, "Too many tries: wait an hour before trying again.")
+        form.add_error(None, _("Too many tries: wait an hour before trying again."))
         return _page(request, agent, form, status=429)
     try:
         accounts.change_password(
@@ -110,7 +119,7 @@ def change_password(request: HttpRequest) -> HttpResponse:
         form.add_error(field, error.message)
         return _page(request, agent, form, status=400)
     sessions.keep_this_session(request, agent)
-    messages.success(request, "Your password is changed; your other sessions are signed out.")
+    messages.success(request, _("Your password is changed; your other sessions are signed out."))
     return redirect("agent:settings")
 
 
@@ -128,7 +137,7 @@ def revoke_token(request: HttpRequest) -> HttpResponse:
     """The API token stops working, its open streams included."""
     agent = _agent(request)
     tokens.revoke_token(agent=agent, by=agent)
-    messages.success(request, "Your API token is revoked.")
+    messages.success(request, _("Your API token is revoked."))
     return redirect("agent:settings")
 
 
@@ -144,7 +153,7 @@ def sign_out_session(request: HttpRequest, session_id: int) -> HttpResponse:
         )
     except AgentSession.DoesNotExist as error:
         raise Http404 from error
-    messages.success(request, "That session is signed out.")
+    messages.success(request, _("That session is signed out."))
     return redirect("agent:settings")
 
 
@@ -154,5 +163,11 @@ def sign_out_other_sessions(request: HttpRequest) -> HttpResponse:
     count = sessions.sign_out_other_sessions(
         agent=_agent(request), keep_session_key=request.session.session_key
     )
-    messages.success(request, f"Signed out {count} other session{'' if count == 1 else 's'}.")
+    messages.success(
+        request,
+        ngettext(
+            "Signed out %(count)d other session.", "Signed out %(count)d other sessions.", count
+        )
+        % {"count": count},
+    )
     return redirect("agent:settings")

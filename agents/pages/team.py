@@ -15,6 +15,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -95,8 +97,10 @@ def reassign(request: HttpRequest, chat_id: int) -> HttpResponse:
     assert to_agent is not None
     name = chat.client.display_name
     if chat.state == chat.State.QUEUED:
-        return _answer(request, None, f"{name}'s chat is offered to {to_agent.name} now.")
-    return _answer(request, None, f"{name}'s chat is {to_agent.name}'s now.")
+        done = _("%(client)s's chat is offered to %(agent)s now.")
+    else:
+        done = _("%(client)s's chat is %(agent)s's now.")
+    return _answer(request, None, done % {"client": name, "agent": to_agent.name})
 
 
 @login_required
@@ -113,4 +117,9 @@ def max_chats(request: HttpRequest, agent_id: int) -> HttpResponse:
         services.set_max_chats(agent=member, by=supervisor, max_chats=int(raw) if raw else None)
     except services.ServiceError as error:
         return _answer(request, error, "")
-    return _answer(request, None, f"{member.name} answers up to {member.capacity} chats now.")
+    done = ngettext(
+        "%(agent)s answers up to %(count)d chat now.",
+        "%(agent)s answers up to %(count)d chats now.",
+        member.capacity,
+    )
+    return _answer(request, None, done % {"agent": member.name, "count": member.capacity})

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agents import services, transcripts
@@ -23,7 +24,7 @@ def send(request: HttpRequest, chat_id: int) -> HttpResponse:
         )
     except transcripts.TranscriptError as error:
         return _refused(request, error, chat)
-    done = f"The transcript is on its way to {mail.to}."
+    done = _("The transcript is on its way to %(address)s.") % {"address": mail.to}
     if _wants_json(request):
         return JsonResponse({"ok": True, "message": done})
     messages.success(request, done)

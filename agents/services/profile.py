@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
@@ -66,10 +67,17 @@ def set_max_chats(*, agent: Agent, by: Agent, max_chats: int | None) -> Agent:
 
 @transaction.atomic
 def update_agent_profile(
-    *, agent: Agent, name: str, photo_url: str, notify_sound: bool, notify_desktop: bool
+    *,
+    agent: Agent,
+    name: str,
+    photo_url: str,
+    notify_sound: bool,
+    notify_desktop: bool,
+    language: str,
 ) -> Agent:
     """The settings page: the name clients see (``sender.name`` in A3), the
-    photo (``sender.photo``), and the notification switches."""
+    photo (``sender.photo``), the notification switches, and the pages'
+    language (blank: the browser's)."""
     name = name.strip()
     if not name or len(name) > 200:
         raise ServiceError("a name of 1 to 200 characters")
@@ -81,8 +89,14 @@ def update_agent_profile(
             raise ServiceError("the photo must be an http:// or https:// URL") from error
         if len(photo_url) > 500:
             raise ServiceError("the photo URL is longer than 500 characters")
+    if language and language not in dict(settings.LANGUAGES):
+        raise ServiceError("a language of the list")
     Agent.objects.filter(pk=agent.pk).update(
-        name=name, photo_url=photo_url, notify_sound=notify_sound, notify_desktop=notify_desktop
+        name=name,
+        photo_url=photo_url,
+        notify_sound=notify_sound,
+        notify_desktop=notify_desktop,
+        language=language,
     )
     agent.refresh_from_db()
     return agent

@@ -10,6 +10,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from agents import markdown as md
 from agents.content import is_http_url
+from agents.pages import language
 
 register = template.Library()
 
@@ -124,3 +125,9 @@ def icon(name: str, label: str = "") -> SafeString:
 def sso_name() -> str:
     """The provider's name for "Sign in with …", or "" when single sign-on is off."""
     return str(settings.OIDC_PROVIDER_NAME) if settings.SSO_ENABLED else ""
+
+
+@register.simple_tag
+def catalogue_url() -> str:
+    """The address of the scripts' catalogue in the page's language."""
+    return language.catalogue_url()

@@ -2,9 +2,10 @@
 language in static/widget/lang/, served one at a time, so a visitor's browser
 downloads only its own language.
 
-``WIDGET_LANGUAGES`` is the widget half's list; the agent pages have
-Django's ``LANGUAGES`` (config/settings.py). English is a catalogue like the
-others: the script holds no visitor-facing text of its own.
+``WIDGET_LANGUAGES`` is Django's ``LANGUAGES`` (config/settings.py), the
+agent pages' list too, with the codes spelt as BCP 47 (and ``<html lang>``)
+spells them. English is a catalogue like the others: the script holds no
+visitor-facing text of its own.
 """
 
 from __future__ import annotations
@@ -19,16 +20,16 @@ from django.conf import settings
 
 CATALOGUES = Path(settings.BASE_DIR) / "static" / "widget" / "lang"
 DEFAULT_LANGUAGE = "en"
+
+
+def _tag(code: str) -> str:
+    """Django's language code as a BCP 47 tag: pt-br → pt-BR."""
+    language, _, region = code.partition("-")
+    return f"{language}-{region.upper()}" if region else language
+
+
 # Code (BCP 47, as <html lang> spells it) → the language's own name.
-WIDGET_LANGUAGES: dict[str, str] = {
-    "en": "English",
-    "ru": "Русский",
-    "de": "Deutsch",
-    "es": "Español",
-    "fr": "Français",
-    "pt-BR": "Português (Brasil)",
-    "ar": "العربية",
-}
+WIDGET_LANGUAGES: dict[str, str] = {_tag(code): str(name) for code, name in settings.LANGUAGES}
 RIGHT_TO_LEFT = frozenset({"ar"})
 
 

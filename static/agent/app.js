@@ -21,6 +21,7 @@
   let lastId = Number(page.dataset.last || 0);
   let state = page.dataset.state || "";
   const baseTitle = "Switchboard";
+  const { gettext, interpolate } = window;  // the catalogue (/agent/jsi18n/)
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
 
   async function post(url, data) {
@@ -32,7 +33,11 @@
     });
     const answer = await response.json().catch(() => ({}));
     if (!response.ok && !answer.error) {
-      return { error: { message: `The server answered ${response.status}: reload the page and try again.` } };
+      const message = interpolate(
+        gettext("The server answered %(status)s: reload the page and try again."),
+        { status: response.status }, true,
+      );
+      return { error: { message } };
     }
     return answer;
   }
@@ -185,7 +190,7 @@
         const note = noteMode();
         form.classList.toggle("is-note", note);
         box.placeholder = note ? box.dataset.notePlaceholder : box.dataset.replyPlaceholder;
-        box.setAttribute("aria-label", note ? "Internal note (only agents see it)" : "Reply to the client");
+        box.setAttribute("aria-label", note ? gettext("Internal note (only agents see it)") : gettext("Reply to the client"));
         if (note) setTyping(false);
         box.focus();
       });

@@ -12,7 +12,7 @@
     list.className = "canned-list";
     list.id = `${box.id}-canned`;
     list.setAttribute("role", "listbox");
-    list.setAttribute("aria-label", "Canned replies");
+    list.setAttribute("aria-label", window.gettext("Canned replies"));
     list.hidden = true;
     box.parentNode.appendChild(list);
     box.setAttribute("aria-autocomplete", "list");
@@ -41,7 +41,7 @@
         item.setAttribute("aria-selected", String(index === chosen));
         item.dataset.testid = "canned-option";
         const name = document.createElement("strong");
-        name.textContent = `/${reply.shortcut}${reply.shared ? "" : " · mine"}`;
+        name.textContent = `/${reply.shortcut}${reply.shared ? "" : ` · ${window.gettext("mine")}`}`;
         const text = document.createElement("span");
         text.className = "text";
         text.textContent = reply.text;

@@ -14,7 +14,7 @@
     const file = input.files && input.files[0];
     if (!file) return;
     const before = label.textContent;
-    label.textContent = `Sending ${file.name}…`;
+    label.textContent = window.interpolate(window.gettext("Sending %(name)s…"), { name: file.name }, true);
     form.classList.add("is-sending");
     try {
       const response = await fetch(form.action, {
@@ -25,10 +25,14 @@
       });
       const answer = await response.json().catch(() => ({}));
       if (answer.error) window.Switchboard.tell(answer.error.message);
-      else if (!response.ok) window.Switchboard.tell(`The file was not sent (${response.status}).`);
+      else if (!response.ok) {
+        window.Switchboard.tell(
+          window.interpolate(window.gettext("The file was not sent (%(status)s)."), { status: response.status }, true),
+        );
+      }
       else { window.Switchboard.tell(""); window.Switchboard.pollNow(); }
     } catch (error) {
-      window.Switchboard.tell("The file was not sent: the connection failed.");
+      window.Switchboard.tell(window.gettext("The file was not sent: the connection failed."));
     } finally {
       label.textContent = before;
       form.classList.remove("is-sending");

@@ -10,29 +10,42 @@
   // "3 min", then the time of day or the date; data-relative="wait": how long
   // (never "0 minutes"); data-local="time": the time of day (and the date when
   // it is not today). The title is always the full local date and time.
-  const full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
-  const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-  const day = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short" });
+  // Dates and times in the page's language (the agent's choice, else the
+  // browser's: <html lang>), in the browser's own variant of it when it has
+  // one (en-GB's 24-hour clock); the words from the catalogue (/agent/jsi18n/).
+  const language = (document.documentElement.lang || "").toLowerCase().split("-")[0];
+  const locale = (navigator.languages || []).find(
+    (tag) => tag.toLowerCase().split("-")[0] === language,
+  ) || document.documentElement.lang || undefined;
+  const full = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "medium" });
+  const clock = new Intl.DateTimeFormat(locale, { hour: "2-digit", minute: "2-digit" });
+  const day = new Intl.DateTimeFormat(locale, { day: "numeric", month: "short" });
+  const { gettext, interpolate } = window;
+  const say = (text, values) => interpolate(text, values, true);
   const MINUTE = 60 * 1000;
   const HOUR = 60 * MINUTE;
 
   const sameDay = (a, b) => a.toDateString() === b.toDateString();
 
+  const minutes = (ms) => say(gettext("%(minutes)s min"), { minutes: Math.floor(ms / MINUTE) });
+
   function waited(ms) {
-    if (ms < MINUTE) return "just now";
-    if (ms < HOUR) return `${Math.floor(ms / MINUTE)} min`;
+    if (ms < MINUTE) return gettext("just now");
+    if (ms < HOUR) return minutes(ms);
     const hours = Math.floor(ms / HOUR);
     if (hours < 24) {
-      const minutes = Math.floor((ms % HOUR) / MINUTE);
-      return minutes ? `${hours} h ${minutes} min` : `${hours} h`;
+      const rest = Math.floor((ms % HOUR) / MINUTE);
+      return rest
+        ? say(gettext("%(hours)s h %(minutes)s min"), { hours, minutes: rest })
+        : say(gettext("%(hours)s h"), { hours });
     }
-    return `${Math.floor(hours / 24)} d`;
+    return say(gettext("%(days)s d"), { days: Math.floor(hours / 24) });
   }
 
   function ago(when, now) {
     const ms = now - when;
-    if (ms < MINUTE) return "just now";
-    if (ms < HOUR) return `${Math.floor(ms / MINUTE)} min`;
+    if (ms < MINUTE) return gettext("just now");
+    if (ms < HOUR) return minutes(ms);
     return sameDay(when, now) ? clock.format(when) : day.format(when);
   }
 
@@ -45,7 +58,7 @@
       let text = null;
       if (node.dataset.relative === "wait") {
         text = waited(Math.max(0, now - when));
-        node.title = `waiting since ${title}`;
+        node.title = say(gettext("waiting since %(time)s"), { time: title });
       } else if (node.dataset.relative !== undefined) {
         text = ago(when, now);
         node.title = title;

@@ -47,17 +47,31 @@
   const help = document.createElement("dialog");
   help.className = "shortcuts";
   help.setAttribute("aria-labelledby", "shortcuts-title");
-  help.innerHTML = `<h2 id="shortcuts-title">Keyboard shortcuts</h2>
+  // The words come from the catalogue (/agent/jsi18n/), which holds no markup.
+  const { gettext, interpolate } = window;
+  const say = (text, values) => interpolate(text, values, true);
+  help.innerHTML = `<h2 id="shortcuts-title"></h2>
     <dl>
-      <dt><kbd>J</kbd> / <kbd>K</kbd></dt><dd>next / previous chat in the lists</dd>
-      <dt><kbd>R</kbd></dt><dd>Reply (take the chat), or go to the reply box</dd>
-      <dt><kbd>Enter</kbd></dt><dd>send (<kbd>Shift</kbd>+<kbd>Enter</kbd>: a new line)</dd>
-      <dt><kbd>Esc</kbd></dt><dd>leave the reply box</dd>
-      <dt><kbd>F</kbd></dt><dd>finish the chat (asks first)</dd>
-      <dt><kbd>I</kbd></dt><dd>client details</dd>
-      <dt><kbd>?</kbd></dt><dd>this list</dd>
+      <dt><kbd>J</kbd> / <kbd>K</kbd></dt><dd></dd>
+      <dt><kbd>R</kbd></dt><dd></dd>
+      <dt><kbd>Enter</kbd></dt><dd></dd>
+      <dt><kbd>Esc</kbd></dt><dd></dd>
+      <dt><kbd>F</kbd></dt><dd></dd>
+      <dt><kbd>I</kbd></dt><dd></dd>
+      <dt><kbd>?</kbd></dt><dd></dd>
     </dl>
-    <form method="dialog"><button type="submit" class="primary">Close</button></form>`;
+    <form method="dialog"><button type="submit" class="primary"></button></form>`;
+  help.querySelector("h2").textContent = gettext("Keyboard shortcuts");
+  help.querySelector("button").textContent = gettext("Close");
+  [
+    gettext("next / previous chat in the lists"),
+    gettext("Reply (take the chat), or go to the reply box"),
+    gettext("send (Shift+Enter: a new line)"),
+    gettext("leave the reply box"),
+    gettext("finish the chat (asks first)"),
+    gettext("client details"),
+    gettext("this list"),
+  ].forEach((text, index) => { help.querySelectorAll("dd")[index].textContent = text; });
   document.body.appendChild(help);
 
   const typingInto = (node) =>
@@ -150,7 +164,7 @@
     ask.type = "button";
     ask.className = "notify-ask";
     ask.dataset.testid = "notify-ask";
-    ask.textContent = "Turn on desktop notifications";
+    ask.textContent = gettext("Turn on desktop notifications");
     ask.addEventListener("click", async () => {
       await Notification.requestPermission();
       ask.remove();
@@ -174,20 +188,22 @@
       notify.queued.forEach((c) => {
         if (known.has(`q${c.id}:${c.offer}`)) return;
         // Routing by offers: the chat sounds for the agent it is offered to only.
-        if (c.offer === "me") news.push({ c, title: `Chat offered to you: ${c.name}`, queued: true });
-        else if (c.offer === "") news.push({ c, title: `New chat: ${c.name}`, queued: true });
+        if (c.offer === "me") news.push({ c, title: say(gettext("Chat offered to you: %(name)s"), { name: c.name }), queued: true });
+        else if (c.offer === "") news.push({ c, title: say(gettext("New chat: %(name)s"), { name: c.name }), queued: true });
       });
       notify.mine.forEach((c) => {
         const before = known.get(`m${c.id}`);
         if (before === undefined && c.transferred_by) {
           // Handed to me by another agent: say so on the page too.
-          const note = c.transfer_note ? `: ${c.transfer_note}` : "";
-          window.Switchboard.tell(`${c.transferred_by} transferred ${c.name}'s chat to you${note}`, true);
-          news.push({ c, title: `${c.transferred_by} transferred ${c.name} to you`, queued: true });
+          const who = { agent: c.transferred_by, name: c.name, note: c.transfer_note };
+          window.Switchboard.tell(c.transfer_note
+            ? say(gettext("%(agent)s transferred %(name)s's chat to you: %(note)s"), who)
+            : say(gettext("%(agent)s transferred %(name)s's chat to you"), who), true);
+          news.push({ c, title: say(gettext("%(agent)s transferred %(name)s to you"), who), queued: true });
           return;
         }
         const newer = before === undefined || c.last_id > before.last_id;
-        if (newer && c.unread > 0) news.push({ c, title: `${c.name} wrote`, queued: false });
+        if (newer && c.unread > 0) news.push({ c, title: say(gettext("%(name)s wrote"), { name: c.name }), queued: false });
       });
       // A new chat always sounds; a message in my chats only while I look elsewhere.
       const heard = news.filter((n) => n.queued || hidden);
