@@ -69,14 +69,14 @@ def script(request: HttpRequest, widget_id: str) -> HttpResponse:
     return _cors(response)
 
 
-def catalogue(request: HttpRequest, code: str) -> HttpResponse:
-    """``/widget/lang/<code>.json``: one language's strings (docs/translating.md),
+def catalogue(request: HttpRequest, language: str) -> HttpResponse:
+    """``/widget/lang/<language>.json``: one language's strings (docs/translating.md),
     gzipped. Asked for with the version the session's config gives
     (``?v=``), it is cached for a year: a new version is a new URL. Without
     it, for five minutes; either way the version is its ETag."""
     if request.method not in ("GET", "HEAD"):
         return _cors(error_response(405, "method not allowed"))
-    found = languages.catalogue(code)
+    found = languages.catalogue(language)
     if found is None:
         return _cors(error_response(404, "the widget speaks no such language"))
     etag = f'"{found.version}"'

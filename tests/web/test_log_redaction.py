@@ -106,6 +106,7 @@ PUBLIC_PARAMETERS = {
     "id",  # the admin's
     "uidb64",  # the agent's id in a password-reset link, beside its token
     "url",  # the admin's catch-all
+    "language",  # a language code: the agent pages' and the widget's catalogues
 }
 
 
