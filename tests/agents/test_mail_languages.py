@@ -56,8 +56,10 @@ def finish(client: Client, agent: Agent, *, language: str = "") -> Chat:
     return chat
 
 
-def trusted_client(channel: Channel, address: str = "ana@example.com") -> Client:
-    client = ClientFactory.create(channel=channel, name="Ana", email=address)
+def trusted_client(
+    channel: Channel, address: str = "ana@example.com", *, name: str = "Ana"
+) -> Client:
+    client = ClientFactory.create(channel=channel, name=name, email=address)
     addresses.record_address(client=client, address=address, source=ClientAddress.Source.AGENT)
     return client
 
@@ -112,7 +114,8 @@ def test_the_archive_copy_speaks_the_chats_language_under_its_english_tag(
 ) -> None:
     settings.TRANSCRIPT_ARCHIVE_EMAIL = "archive@acme.example"
     channel = ChannelFactory.create(agents=[alice], name="Loja")
-    finish(trusted_client(channel), alice, language="pt-BR")  # BCP 47, as the widget says it
+    nameless = trusted_client(channel, name="")
+    finish(nameless, alice, language="pt-BR")  # BCP 47, as the widget says it
 
     send_all()
 
@@ -120,6 +123,8 @@ def test_the_archive_copy_speaks_the_chats_language_under_its_english_tag(
         "Sua conversa com Loja",
         "[archive] Sua conversa com Loja",
     ]
+    assert all(m.body == mailoutbox[0].body for m in mailoutbox)  # one text for both
+    assert "Anônimo:" in mailoutbox[0].body  # a client without a name
 
 
 def test_a_chat_without_a_language_speaks_its_widget_channels(
