@@ -18,10 +18,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
 
-from agents import audit, mail, sessions
+from agents import audit, languages, mail, sessions
 from agents.models import Agent, Mail
 from agents.services import ServiceError
 
@@ -120,8 +122,9 @@ def mail_password_reset(*, email: str) -> Mail | None:
         "minutes": settings.PASSWORD_RESET_TIMEOUT // 60,
     }
     logger.info("password_reset.mailed agent=%s", agent.pk)
-    return mail.queue_mail(
-        to=agent.email,
-        subject="Reset your Switchboard password",
-        text=render_to_string("agents/mail/password_reset.txt", context),
-    )
+    with translation.override(languages.of_agent(agent)):  # the agent's, as their pages
+        return mail.queue_mail(
+            to=agent.email,
+            subject=_("Reset your Switchboard password"),
+            text=render_to_string("agents/mail/password_reset.txt", context),
+        )

@@ -22,9 +22,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.functional import Promise
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from agents import mail, ratelimit
+from agents import languages, mail, ratelimit
 from agents.models import Agent, ApiToken, Client, ClientAddress
 
 _hash = ApiToken.hash_key  # SHA-256, as every token here is kept
@@ -41,7 +44,16 @@ MAX_ADDRESS = 254
 
 
 class ConfirmationError(Exception):
-    """A confirmation link that is unknown, used or expired."""
+    """A confirmation link that is unknown, used or expired; ``reason`` is
+    said in the language active where the page shows it."""
+
+    def __init__(self, reason: Promise) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+NOT_VALID = gettext_lazy("this link is not valid (any more)")
+EXPIRED = gettext_lazy("this link has expired")
 
 
 def is_mailable(address: str) -> bool:
@@ -110,11 +122,13 @@ def _ask_to_confirm(row: ClientAddress) -> None:
         "link": f"{settings.PUBLIC_URL}/mail/confirm/{token}",
         "hours": settings.ADDRESS_CONFIRMATION_HOURS,
     }
-    mail.queue_mail(
-        to=row.address,
-        subject=" ".join(f"Confirm your e-mail address for {row.client.channel.name}".split()),
-        text=render_to_string("agents/mail/confirm_address.txt", context),
-    )
+    with translation.override(languages.of_client(row.client)):
+        subject = _("Confirm your e-mail address for %(channel)s") % {"channel": context["channel"]}
+        mail.queue_mail(
+            to=row.address,
+            subject=" ".join(subject.split()),  # one line, whatever the name
+            text=render_to_string("agents/mail/confirm_address.txt", context),
+        )
 
 
 def link_sent_since(*, client: Client, address: str, since: datetime) -> bool:
@@ -132,10 +146,10 @@ def address_for_token(token: str) -> ClientAddress:
     # Found by its hash, compared again in constant time: the lookup's timing
     # tells nothing of a token (agents/tokens.py does the same).
     if row is None or not hmac.compare_digest(row.token_hash, digest):
-        raise ConfirmationError("this link is not valid (any more)")
+        raise ConfirmationError(NOT_VALID)
     sent = row.confirmation_sent_at or row.created
     if sent + timedelta(hours=settings.ADDRESS_CONFIRMATION_HOURS) < timezone.now():
-        raise ConfirmationError("this link has expired")
+        raise ConfirmationError(EXPIRED)
     return row
 
 
@@ -145,7 +159,7 @@ def confirm_address(*, token: str) -> ClientAddress:
     row = address_for_token(token)
     row = ClientAddress.objects.select_for_update().get(pk=row.pk)
     if row.token_hash != _hash(token):  # confirmed a moment ago, by another request
-        raise ConfirmationError("this link is not valid (any more)")
+        raise ConfirmationError(NOT_VALID)
     row.confirmed_at, row.token_hash = timezone.now(), ""
     row.save(update_fields=["confirmed_at", "token_hash"])
     logger.info("address.confirmed client=%s", row.client_id)

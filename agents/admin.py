@@ -274,6 +274,10 @@ class ChannelForm(forms.ModelForm[Channel]):
         ]  # fmt: skip
         help_texts = {
             "business_time_zone": "An IANA time zone, e.g. Europe/Berlin: hours are local to it.",
+            "away_message": "Sent to the client once per chat when they write while nobody can "
+            "answer (outside the hours, or no agent online). Blank: none. The standard text, "
+            f'"{hours.STANDARD_AWAY_MESSAGE}", goes out in the chat\'s language; '
+            "your own as written.",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -18,8 +18,15 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# The away message that is no channel's own words: a channel given it sends
+# it in each chat's language (agents.services.chats, docs/routing.md); any
+# other text goes out as the operator wrote it.
+STANDARD_AWAY_MESSAGE = gettext_noop(
+    "Nobody can answer right now. An agent will reply as soon as one is back."
+)
 _TIME = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$|^24:00$")
 
 WeeklyHours = dict[str, list[list[str]]]

@@ -17,6 +17,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
 
@@ -348,7 +349,9 @@ class Client(models.Model):
 
     @property
     def display_name(self) -> str:
-        return self.name or "Anonymous"
+        # In the language active where it is shown: a page's, a mail's; the
+        # APIs' answers are English.
+        return self.name or gettext("Anonymous")
 
     @property
     def is_blacklisted(self) -> bool:

@@ -16,8 +16,10 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.translation import gettext as _
 
-from agents import addresses, audit, events, mail, ratelimit, selectors
+from agents import addresses, audit, events, languages, mail, ratelimit, selectors
 from agents.content import MEDIA_TYPES, is_http_url
 from agents.live import CLIENT_VISIBLE_AUTHORS
 from agents.models import Agent, Chat, Mail, Message
@@ -64,10 +66,10 @@ def contact_details(chat: Chat) -> list[tuple[str, str]]:
     contact = chat.contact_info if isinstance(chat.contact_info, dict) else {}
     client = chat.client
     details = [
-        ("Name", str(contact.get("name") or client.name or "")),
-        ("E-mail", client_email(chat)),
-        ("Phone", str(contact.get("phone") or client.phone or "")),
-        ("Visitor", f"#{client.visitor_number}"),
+        (_("Name"), str(contact.get("name") or client.name or "")),
+        (_("E-mail"), client_email(chat)),
+        (_("Phone"), str(contact.get("phone") or client.phone or "")),
+        (_("Visitor"), f"#{client.visitor_number}"),
     ]
     return [(label, value) for label, value in details if value]
 
@@ -76,9 +78,9 @@ def _line(message: Message, client_name: str) -> Line:
     if message.author == Message.Author.CLIENT:
         author = client_name
     elif message.author == Message.Author.AGENT:
-        author = message.agent.name if message.agent else "Agent"
+        author = message.agent.name if message.agent else _("Agent")
     else:
-        author = message.sender_name or "Bot"
+        author = message.sender_name or _("Bot")
     payload = message.payload if isinstance(message.payload, dict) else {}
     text = message.text
     link = link_text = ""
@@ -88,7 +90,7 @@ def _line(message: Message, client_name: str) -> Line:
     elif message.type == Message.Type.LOCATION:
         lat, lon = payload.get("latitude"), payload.get("longitude")
         link = f"https://www.openstreetmap.org/?mlat={lat}&mlon={lon}"
-        link_text = f"Location {lat}, {lon}"
+        link_text = _("Location %(latitude)s, %(longitude)s") % {"latitude": lat, "longitude": lon}
     elif message.type == Message.Type.MARKDOWN and not text:
         text = str(payload.get("content", ""))
     elif message.type == Message.Type.BUTTONS:
@@ -100,7 +102,13 @@ def _line(message: Message, client_name: str) -> Line:
 
 
 def render(chat: Chat) -> tuple[str, str, str]:
-    """The transcript's subject, plain text and HTML (every value escaped)."""
+    """The transcript's subject, plain text and HTML (every value escaped),
+    in the chat's language (agents.languages), its dates and times too."""
+    with translation.override(languages.of_chat(chat)):
+        return _render(chat)
+
+
+def _render(chat: Chat) -> tuple[str, str, str]:
     # What the client saw: no internal notes, no system notes.
     shown = selectors.messages_of(chat=chat).filter(author__in=CLIENT_VISIBLE_AUTHORS)
     client_name = chat.client.display_name
@@ -112,7 +120,8 @@ def render(chat: Chat) -> tuple[str, str, str]:
         "lines": [_line(m, client_name) for m in shown],
         "agents": ", ".join(a.name for a in selectors.agents_of(chat)),
     }
-    subject = " ".join(f"Your chat with {chat.channel.name}".split())  # one line, whatever the name
+    # One line, whatever the name.
+    subject = " ".join((_("Your chat with %(channel)s") % {"channel": chat.channel.name}).split())
     text = render_to_string("agents/mail/transcript.txt", context)
     html = render_to_string("agents/mail/transcript.html", context)
     return subject, text, html

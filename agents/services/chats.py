@@ -9,10 +9,12 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
-from agents import audit, events, routing, selectors
+from agents import audit, events, languages, routing, selectors
 from agents.content import Content
+from agents.hours import STANDARD_AWAY_MESSAGE
 from agents.models import (
     Agent,
     Channel,
@@ -80,6 +82,7 @@ def post_client_message(
     open_state: str | None = None,
     department: Department | None = None,
     client_locked: bool = False,
+    language: str = "",
 ) -> Message:
     """Store a client's message, opening a chat when the client has none open.
 
@@ -87,10 +90,12 @@ def post_client_message(
     else in the queue; ``open_state`` overrides that. ``department`` is the
     one the client chose, for a chat it opens. ``client_locked``: ``client``
     was read under its lock in this transaction (``get_or_create_client(lock=True)``).
+    ``language``: the one the client's widget speaks (``record_language``),
+    kept before the away message is said in it.
     """
     blacklisted_at = _client_lock(client, client_locked)
     return _post_client_message(
-        client, blacklisted_at, content, external_id, open_state, department
+        client, blacklisted_at, content, external_id, open_state, department, language
     )
 
 
@@ -127,6 +132,7 @@ def _post_client_message(
     external_id: str,
     open_state: str | None,
     department: Department | None,
+    language: str = "",
 ) -> Message:
     """The client's message, its client locked (``blacklisted_at`` read under the lock)."""
     if blacklisted_at is not None:
@@ -138,6 +144,8 @@ def _post_client_message(
             opens_with_bot = routing.opens_with_bot(client.channel)
             open_state = Chat.State.BOT if opens_with_bot else Chat.State.QUEUED
         chat = _open_or_join(client, open_state, department)
+    if language:
+        record_language(chat=chat, language=language)
     message = Message.objects.create(
         chat=chat,
         author=Message.Author.CLIENT,
@@ -173,7 +181,12 @@ def _away_message(chat: Chat, channel: Channel) -> None:
         return
     if chat.messages.filter(payload__has_key=Message.AWAY).exists():
         return
-    post_channel_message(chat=chat, channel=channel, text=channel.away_message, mark=Message.AWAY)
+    text = channel.away_message
+    # The standard text is no channel's own words: it speaks the chat's language.
+    if text.strip() == STANDARD_AWAY_MESSAGE:
+        with translation.override(languages.of_chat(chat)):
+            text = gettext(STANDARD_AWAY_MESSAGE)
+    post_channel_message(chat=chat, channel=channel, text=text, mark=Message.AWAY)
 
 
 def post_channel_message(*, chat: Chat, channel: Channel, text: str, mark: str) -> Message:

@@ -294,12 +294,10 @@ def send_message(
     if invitation:
         chats.update_client_contact(client=client, contact={"invite_text": invitation})
     message = chats.post_client_message(
-        client=client, content=Content("text", text, {}), department=department
+        client=client, content=Content("text", text, {}), department=department, language=language
     )
     if consented:
         chats.record_consent(chat=message.chat, version=widget.consent_version)
-    if language:
-        chats.record_language(chat=message.chat, language=language)
     return message
 
 

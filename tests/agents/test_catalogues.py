@@ -66,6 +66,17 @@ TRANSLATED_TEMPLATES = [
             "_offline_message",
             "_label_chip",
             "_when",
+            "confirm_address",
+        )
+    ),
+    # The mails (agents.languages says in which language each is written).
+    *(
+        f"templates/agents/mail/{name}"
+        for name in (
+            "transcript.txt",
+            "transcript.html",
+            "confirm_address.txt",
+            "password_reset.txt",
         )
     ),
 ]
@@ -145,7 +156,7 @@ def test_every_phrase_the_templates_translate_is_in_the_catalogue() -> None:
     known = _msgids("django")
     said = {
         match.group(1)
-        for path in ROOT.glob("templates/**/*.html")
+        for path in [*ROOT.glob("templates/**/*.html"), *ROOT.glob("templates/**/*.txt")]
         if "admin" not in path.parts
         for match in re.finditer(r'{% translate "([^"]+)"', path.read_text())
     }

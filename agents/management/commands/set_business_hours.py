@@ -29,6 +29,11 @@ class Command(BaseCommand):
             "--away-message",
             help="sent once per chat to a client writing while nobody can answer ('' removes it)",
         )
+        parser.add_argument(
+            "--standard-away-message",
+            action="store_true",
+            help=f'the away message is "{hours.STANDARD_AWAY_MESSAGE}", in the chat\'s language',
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         channel = channel_of(options["channel"])
@@ -39,7 +44,11 @@ class Command(BaseCommand):
                 weekly=options["hours"],
                 closed=options["closed"],
                 always=options["always"],
-                away_message=options["away_message"],
+                away_message=(
+                    hours.STANDARD_AWAY_MESSAGE
+                    if options["standard_away_message"]
+                    else options["away_message"]
+                ),
             )
         except services.ServiceError as error:
             raise CommandError(error.message) from error
