@@ -61,6 +61,16 @@ def device(size: str, devices: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return dict(devices[size])
 
 
+@pytest.fixture
+def page(chromium: Any, web_process: WebServer, device: dict[str, Any]) -> Iterator[Any]:
+    """A page of the service on a laptop and on a phone (``device``), in a
+    browser context of its own; a module that needs more (a time zone, a
+    recorder) has a ``page`` of its own."""
+    context = chromium.new_context(**device, base_url=web_process.url)
+    yield context.new_page()
+    context.close()
+
+
 @pytest.fixture(scope="session")
 def devices(playwright: Any) -> dict[str, dict[str, Any]]:
     return {"laptop": LAPTOP, "phone": _descriptors[PHONE]}

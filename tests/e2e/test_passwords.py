@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,13 +24,6 @@ NEW = "quiet-harbour-lantern"
 @pytest.fixture(autouse=True)
 def _fresh_rates() -> None:
     forget_rate("password-*")  # a Redis count outlives the test database
-
-
-@pytest.fixture
-def page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> Iterator[Page]:
-    context = chromium.new_context(**device, base_url=web_process.url)
-    yield context.new_page()
-    context.close()
 
 
 def fits_the_screen(page: Page) -> bool:

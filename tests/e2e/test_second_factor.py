@@ -29,13 +29,6 @@ def _fresh_rates() -> None:
 
 
 @pytest.fixture
-def page(chromium: Browser, web_process: Any, device: dict[str, Any]) -> Iterator[Page]:
-    context = chromium.new_context(**device, base_url=web_process.url)
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture
 def laptop(chromium: Browser, web_process: Any) -> Iterator[Page]:
     context = chromium.new_context(base_url=web_process.url)
     yield context.new_page()

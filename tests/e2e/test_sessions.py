@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from agents.models import Agent
 from tests.e2e.test_agent_pages import PASSWORD, sign_in
-from tests.e2e.test_passwords import fits_the_screen, page  # noqa: F401 (a fixture)
+from tests.e2e.test_passwords import fits_the_screen
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,7 +18,7 @@ FIREFOX = "Mozilla/5.0 (Android 14; Mobile; rv:133.0) Gecko/133.0 Firefox/133.0"
 
 
 def test_the_agent_signs_out_another_session_and_then_all_others(
-    page: Page,  # noqa: F811
+    page: Page,
     chromium: Browser,
     web_process: Any,
     alice: Agent,
@@ -61,7 +61,7 @@ def test_the_agent_signs_out_another_session_and_then_all_others(
         context.close()
 
 
-def test_the_api_token_is_shown_and_revoked(page: Page, alice: Agent) -> None:  # noqa: F811
+def test_the_api_token_is_shown_and_revoked(page: Page, alice: Agent) -> None:
     sign_in(page, "alice@example.com", PASSWORD)
     page.goto("/agent/settings/")
     expect(page.get_by_test_id("token-state")).to_have_text("You have no token.")
