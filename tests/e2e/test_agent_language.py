@@ -5,6 +5,7 @@ choice over it, the scripts' words from the catalogue, Arabic right to left."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,10 +37,11 @@ def sign_in(page: Page, *, email: str = "alice@example.com", button: str) -> Non
 
 
 def test_a_german_browser_gets_german_pages_and_scripts(
-    german: Page, web_process: Any, chat_api: ChatApiChannel, alice: Agent
+    german: Page, web_process: Any, chat_api: ChatApiChannel, alice: Agent, screenshots: Path
 ) -> None:
     Integrator(web_process.url, chat_api).post(
-        {"id": "de-1", "name": "Jana"}, {"type": "text", "text": "Hallo"}
+        {"id": "de-1", "name": "Jana"},
+        {"type": "text", "text": "Hallo! Meine Bestellung ist noch nicht angekommen."},
     )
     german.goto("/agent/login/")
     expect(german.get_by_role("heading", level=1)).to_have_text("Anmelden")
@@ -60,6 +62,16 @@ def test_a_german_browser_gets_german_pages_and_scripts(
     wait = german.get_by_test_id("queued-chat").locator("time.wait")
     expect(wait).to_have_text("gerade eben")
     assert (wait.get_attribute("title") or "").startswith("wartet seit ")
+
+    # The chat open, the reply box's words German too (the README's picture).
+    german.get_by_test_id("queued-chat").click()
+    expect(german.locator(".msg-client")).to_contain_text("Bestellung")
+    german.get_by_test_id("reply").click()
+    box = german.get_by_label("Antwort an den Kunden")
+    box.fill("Guten Tag, Jana! Ich sehe sofort nach.")
+    box.press("Enter")
+    expect(german.locator(".msg-agent").last).to_contain_text("Ich sehe sofort nach")
+    german.screenshot(path=screenshots / "agent-german.png")
 
 
 def test_the_agents_choice_overrides_the_browser(german: Page, alice: Agent) -> None:

@@ -118,14 +118,21 @@ SAYS = {
            "Neuen Chat beginnen"),
     "ar": ("تحدّث معنا", "نحن متصلون الآن", "إرسال", "انتهت المحادثة.", "بدء محادثة جديدة"),
 }  # fmt: skip
+# What the visitor writes, and the agent answers, in each language.
+CHATS = {
+    "ru": ("Здравствуйте! Где мой заказ?", "Добрый день! Сейчас посмотрю."),
+    "de": ("Hallo! Wo ist meine Bestellung?", "Guten Tag! Ich schaue gleich nach."),
+    "ar": ("مرحبا! أين طلبي؟", "أهلًا! سأتحقق الآن."),
+}
 
 
 @pytest.mark.parametrize("lang", list(SAYS))
 def test_a_page_in_a_language_gets_the_widget_in_it_and_every_text_fits_a_phone(
     phone: Page, lang: str, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
-    alice: Agent,
+    alice: Agent, screenshots: Path,
 ) -> None:  # fmt: skip
     label, online, send, ended, new_chat = SAYS[lang]
+    question, answer = CHATS[lang]
     errors = watch(phone)
     asked = catalogues_asked(phone)
     phone.goto(lang_page(site, web_process.url, widget, lang))
@@ -146,10 +153,15 @@ def test_a_page_in_a_language_gets_the_widget_in_it_and_every_text_fits_a_phone(
     fits(phone)
     phone.get_by_test_id("svc-introduce").click()
 
-    say(phone, "Hello")
+    say(phone, question)
     chat = Chat.objects.get(channel=widget.channel)
     assert chat.language == lang  # what the transcript will speak
     services.accept_chat(chat=chat, agent=alice)
+    services.post_agent_message(chat=chat, agent=alice, content=text(answer))
+    expect(phone.locator("[data-author=agent]")).to_contain_text(answer, timeout=LIVE)
+    fits(phone)
+    if lang == "ru":  # the README's picture
+        phone.get_by_test_id("svc-window").screenshot(path=screenshots / "widget-russian.png")
     services.finish_chat(chat=chat, agent=alice)
     end = phone.get_by_test_id("svc-end")
     expect(end).to_contain_text(ended, timeout=LIVE)
