@@ -18,6 +18,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
 
@@ -67,9 +68,9 @@ class Agent(AbstractBaseUser, PermissionsMixin):
     team, and admins every channel and the Django admin (docs/routing.md)."""
 
     class Role(models.TextChoices):
-        AGENT = "agent", "Agent"
-        SUPERVISOR = "supervisor", "Supervisor"
-        ADMIN = "admin", "Admin"
+        AGENT = "agent", _("Agent")
+        SUPERVISOR = "supervisor", _("Supervisor")
+        ADMIN = "admin", _("Admin")
 
     email = models.EmailField(unique=True)
     name = models.CharField(max_length=200)
@@ -233,8 +234,8 @@ class Channel(models.Model):
     """The base every kind of channel points to (Chat API, website widget, …)."""
 
     class Kind(models.TextChoices):
-        CHAT_API = "chat_api", "Chat API"
-        WIDGET = "widget", "Website widget"
+        CHAT_API = "chat_api", _("Chat API")
+        WIDGET = "widget", _("Website widget")
 
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -246,8 +247,8 @@ class Channel(models.Model):
     )
 
     class RoutingMode(models.TextChoices):
-        MANUAL = "manual", "Manual: every agent sees the queue and presses Reply"
-        OFFER = "offer", "Offer: each new chat is offered to one agent at a time"
+        MANUAL = "manual", _("Manual: every agent sees the queue and presses Reply")
+        OFFER = "offer", _("Offer: each new chat is offered to one agent at a time")
 
     routing_mode = models.CharField(
         max_length=10, choices=RoutingMode.choices, default=RoutingMode.MANUAL
@@ -367,11 +368,11 @@ class ClientAddress(models.Model):
     CRM's answer), is trusted as it comes."""
 
     class Source(models.TextChoices):
-        VISITOR = "visitor", "typed by the visitor"
-        BOT = "bot", "collected by a bot"
-        INTEGRATOR = "integrator", "sent by the Chat API integrator"
-        CRM = "crm", "the CRM's answer"
-        AGENT = "agent", "entered or confirmed by an agent"
+        VISITOR = "visitor", _("typed by the visitor")
+        BOT = "bot", _("collected by a bot")
+        INTEGRATOR = "integrator", _("sent by the Chat API integrator")
+        CRM = "crm", _("the CRM's answer")
+        AGENT = "agent", _("entered or confirmed by an agent")
 
     client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="addresses")
     # Lower-cased: one row per address however it was typed.
@@ -439,14 +440,14 @@ class Label(models.Model):
 
 class Chat(models.Model):
     class State(models.TextChoices):
-        BOT = "bot", "With bot"
-        QUEUED = "queued", "Queued"
-        ACTIVE = "active", "Active"
-        FINISHED = "finished", "Finished"
+        BOT = "bot", _("With bot")
+        QUEUED = "queued", _("Queued")
+        ACTIVE = "active", _("Active")
+        FINISHED = "finished", _("Finished")
 
     class Rating(models.TextChoices):
-        POSITIVE = "positive", "Positive"
-        NEGATIVE = "negative", "Negative"
+        POSITIVE = "positive", _("Positive")
+        NEGATIVE = "negative", _("Negative")
 
     OPEN_STATES: ClassVar[tuple[str, ...]] = (State.BOT, State.QUEUED, State.ACTIVE)
 
@@ -555,11 +556,11 @@ class ChatOffer(models.Model):
     chat again while another agent can take it."""
 
     class Outcome(models.TextChoices):
-        PENDING = "pending", "Pending"
-        ACCEPTED = "accepted", "Accepted"
-        DECLINED = "declined", "Declined"
-        LAPSED = "lapsed", "Lapsed"
-        WITHDRAWN = "withdrawn", "Withdrawn"
+        PENDING = "pending", _("Pending")
+        ACCEPTED = "accepted", _("Accepted")
+        DECLINED = "declined", _("Declined")
+        LAPSED = "lapsed", _("Lapsed")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="offers")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="chat_offers")
@@ -596,31 +597,31 @@ class Message(models.Model):
     BLACKLISTED: ClassVar[str] = "blacklisted"
 
     class Author(models.TextChoices):
-        CLIENT = "client", "Client"
-        AGENT = "agent", "Agent"
-        BOT = "bot", "Bot"
-        SYSTEM = "system", "System"
+        CLIENT = "client", _("Client")
+        AGENT = "agent", _("Agent")
+        BOT = "bot", _("Bot")
+        SYSTEM = "system", _("System")
         # An agent's internal note: for agents only, never sent to the client,
         # a bot or a webhook (every subscriber picks the authors it sends).
         NOTE = "note", "Internal note"
 
     class Type(models.TextChoices):
-        TEXT = "text", "Text"
-        VIDEO = "video", "Video"
-        AUDIO = "audio", "Audio"
-        VOICE = "voice", "Voice"
-        PHOTO = "photo", "Photo"
-        STICKER = "sticker", "Sticker"
-        DOCUMENT = "document", "Document"
-        LOCATION = "location", "Location"
-        MARKDOWN = "markdown", "Markdown"
-        BUTTONS = "buttons", "Buttons"
+        TEXT = "text", _("Text")
+        VIDEO = "video", _("Video")
+        AUDIO = "audio", _("Audio")
+        VOICE = "voice", _("Voice")
+        PHOTO = "photo", _("Photo")
+        STICKER = "sticker", _("Sticker")
+        DOCUMENT = "document", _("Document")
+        LOCATION = "location", _("Location")
+        MARKDOWN = "markdown", _("Markdown")
+        BUTTONS = "buttons", _("Buttons")
 
     class Delivery(models.TextChoices):
-        NONE = "", "Not sent anywhere"
-        PENDING = "pending", "Sending"
-        DELIVERED = "delivered", "Delivered"
-        FAILED = "failed", "Not delivered"
+        NONE = "", _("Not sent anywhere")
+        PENDING = "pending", _("Sending")
+        DELIVERED = "delivered", _("Delivered")
+        FAILED = "failed", _("Not delivered")
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
     author = models.CharField(max_length=10, choices=Author.choices)
@@ -708,16 +709,16 @@ class Call(models.Model):
     """A phone call with a client: a callback request, or a call in or out."""
 
     class Type(models.TextChoices):
-        CALLBACK = "callback", "Callback request"
-        INCOMING = "incoming", "Incoming"
-        OUTGOING = "outgoing", "Outgoing"
+        CALLBACK = "callback", _("Callback request")
+        INCOMING = "incoming", _("Incoming")
+        OUTGOING = "outgoing", _("Outgoing")
 
     class Status(models.TextChoices):
-        START = "start", "Waiting for an agent"
-        AGENT_CONNECTED = "agent_connected", "Agent connected"
-        CLIENT_CONNECTED = "client_connected", "Client connected"
-        END = "end", "Ended"
-        ERROR = "error", "Failed"
+        START = "start", _("Waiting for an agent")
+        AGENT_CONNECTED = "agent_connected", _("Agent connected")
+        CLIENT_CONNECTED = "client_connected", _("Client connected")
+        END = "end", _("Ended")
+        ERROR = "error", _("Failed")
 
     OPEN_STATUSES: ClassVar[tuple[str, ...]] = (
         Status.START,
@@ -901,9 +902,9 @@ class Mail(models.Model):
     (``agents/mail.py``)."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Waiting to be sent"
-        SENT = "sent", "Sent"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Waiting to be sent")
+        SENT = "sent", _("Sent")
+        FAILED = "failed", _("Failed")
 
     chat = models.ForeignKey(
         Chat, null=True, blank=True, on_delete=models.SET_NULL, related_name="mails"
