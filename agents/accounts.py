@@ -22,6 +22,7 @@ from django.utils import translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agents import audit, languages, mail, sessions
 from agents.models import Agent, Mail
@@ -65,7 +66,7 @@ def change_password(
     if not agent.check_password(old_password):
         raise WrongPassword("Your current password is not right.")
     if new_password == old_password:
-        raise PasswordRefused("The new password is the one you have.")
+        raise PasswordRefused(gettext_lazy("The new password is the one you have."))
     set_password(agent=agent, password=new_password)
     sessions.sign_out_other_sessions(agent=agent, keep_session_key=keep_session_key)
     audit.record(audit.Action.PASSWORD_CHANGED, actor=agent, target=audit.of_agent(agent))

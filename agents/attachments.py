@@ -24,6 +24,7 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.urls import reverse
+from django.utils.translation import gettext_lazy, ngettext_lazy
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from agents import services
@@ -134,7 +135,14 @@ def _thumbnail(data: bytes) -> bytes:
             pixels = opened.width * opened.height
             if pixels > settings.AGENT_IMAGE_MAX_PIXELS:
                 megapixels = settings.AGENT_IMAGE_MAX_PIXELS // 1_000_000
-                raise FileRefused(f"the image is larger than {megapixels} megapixels")
+                raise FileRefused(
+                    ngettext_lazy(
+                        "the image is larger than %(limit)d megapixel",
+                        "the image is larger than %(limit)d megapixels",
+                        "limit",
+                    ),
+                    limit=megapixels,
+                )
             opened.load()
             # Turned as the photo says, as the full image shows it.
             image: Image.Image = ImageOps.exif_transpose(opened)
@@ -147,7 +155,7 @@ def _thumbnail(data: bytes) -> bytes:
             image.save(out, format="PNG" if keeps_alpha else "JPEG", quality=85)
             return out.getvalue()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
-        raise FileRefused("the image could not be read: send another file") from error
+        raise FileRefused(gettext_lazy("the image could not be read: send another file")) from error
 
 
 def _check_frames(animation: Image.Image) -> None:
@@ -156,10 +164,24 @@ def _check_frames(animation: Image.Image) -> None:
     The frames are counted from their headers, none decoded."""
     frames = getattr(animation, "n_frames", 1)
     if frames > settings.AGENT_IMAGE_MAX_FRAMES:
-        raise FileRefused(f"the animation has more than {settings.AGENT_IMAGE_MAX_FRAMES} frames")
+        raise FileRefused(
+            ngettext_lazy(
+                "the animation has more than %(limit)d frame",
+                "the animation has more than %(limit)d frames",
+                "limit",
+            ),
+            limit=settings.AGENT_IMAGE_MAX_FRAMES,
+        )
     if frames * animation.width * animation.height > settings.AGENT_IMAGE_MAX_PIXELS:
         megapixels = settings.AGENT_IMAGE_MAX_PIXELS // 1_000_000
-        raise FileRefused(f"the animation is larger than {megapixels} megapixels in all its frames")
+        raise FileRefused(
+            ngettext_lazy(
+                "the animation is larger than %(limit)d megapixel in all its frames",
+                "the animation is larger than %(limit)d megapixels in all its frames",
+                "limit",
+            ),
+            limit=megapixels,
+        )
 
 
 def _without_metadata(data: bytes) -> bytes:
@@ -193,7 +215,7 @@ def _without_metadata(data: bytes) -> bytes:
             opened.save(out, format=image_format, save_all=animated, **options)
             return out.getvalue()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
-        raise FileRefused("the image could not be read: send another file") from error
+        raise FileRefused(gettext_lazy("the image could not be read: send another file")) from error
 
 
 def store(*, chat: Chat, agent: Agent, upload: UploadedFile) -> Attachment:
@@ -201,16 +223,19 @@ def store(*, chat: Chat, agent: Agent, upload: UploadedFile) -> Attachment:
     size = upload.size or 0
     limit = settings.AGENT_FILE_MAX_BYTES
     if size > limit:
-        raise FileRefused(f"the file is larger than {limit // (1024 * 1024)} MB")
+        raise FileRefused(
+            gettext_lazy("the file is larger than %(limit)d MB"), limit=limit // (1024 * 1024)
+        )
     if size == 0:
-        raise FileRefused("the file is empty")
+        raise FileRefused(gettext_lazy("the file is empty"))
     upload.seek(0)
     data = upload.read()
     kind = sniff(data[:TEXT_SNIFF_BYTES], upload.name or "")
     allowed = [name.lower() for name in settings.AGENT_FILE_TYPES]
     if kind is None or kind.name not in allowed:
         raise FileRefused(
-            "this kind of file cannot be sent; allowed: " + ", ".join(sorted(allowed))
+            gettext_lazy("this kind of file cannot be sent; allowed: %(kinds)s"),
+            kinds=", ".join(sorted(allowed)),
         )
     name = clean_name(upload.name or "", kind)
     thumb = b""
@@ -250,7 +275,9 @@ def send_file(*, chat: Chat, agent: Agent, upload: UploadedFile, text: str = "")
     image; the widget; delivery states)."""
     locked = Chat.objects.select_for_update().get(pk=chat.pk)
     if locked.state != Chat.State.ACTIVE or not locked.agents.filter(pk=agent.pk).exists():
-        raise InvalidState("press Reply before sending a file: the chat must be yours")
+        raise InvalidState(
+            gettext_lazy("press Reply before sending a file: the chat must be yours")
+        )
     attachment = store(chat=locked, agent=agent, upload=upload)
     payload: dict[str, object] = {
         "file": url_of(attachment),

@@ -18,6 +18,7 @@ import re
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
 from agents.models import Agent, CannedReply, Chat
 from agents.services import ServiceError
@@ -44,9 +45,9 @@ def reply_for(*, agent: Agent, reply_id: int) -> CannedReply:
 
 def _may_manage(agent: Agent, reply: CannedReply | None, shared: bool) -> None:
     if shared and not agent.supervises:
-        raise ServiceError("only supervisors and admins manage shared replies")
+        raise ServiceError(gettext_lazy("only supervisors and admins manage shared replies"))
     if reply is not None and reply.owner_id not in (None, agent.pk):
-        raise ServiceError("this reply is another agent's")
+        raise ServiceError(gettext_lazy("this reply is another agent's"))
 
 
 @transaction.atomic
@@ -63,18 +64,29 @@ def save_reply(
     shortcut = shortcut.strip().lstrip("/").lower()
     if not SHORTCUT.fullmatch(shortcut):
         raise ServiceError(
-            "a shortcut is 1 to 50 letters, digits, '-' or '_', starting with a letter or digit"
+            gettext_lazy(
+                "a shortcut is 1 to 50 letters, digits, '-' or '_', starting with a letter or digit"
+            )
         )
     text = text.strip()
     if not text or len(text) > TEXT_LIMIT:
-        raise ServiceError(f"write a reply of up to {TEXT_LIMIT} characters")
+        raise ServiceError(
+            ngettext_lazy(
+                "write a reply of up to %(limit)d character",
+                "write a reply of up to %(limit)d characters",
+                "limit",
+            ),
+            limit=TEXT_LIMIT,
+        )
     reply = reply or CannedReply(owner=None if shared else agent)
     reply.shortcut, reply.text, reply.updated = shortcut, text, timezone.now()
     try:
         with transaction.atomic():
             reply.save()
     except IntegrityError as error:
-        raise ServiceError(f"/{shortcut} is taken: choose another shortcut") from error
+        raise ServiceError(
+            gettext_lazy("/%(shortcut)s is taken: choose another shortcut"), shortcut=shortcut
+        ) from error
     return reply
 
 

@@ -31,6 +31,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
 from agents import selectors
 from agents.api.parsers import id_from
@@ -85,19 +86,26 @@ def query_from(*, viewer: Agent, params: Mapping[str, str]) -> ReportQuery:
     the page's). Raises ``NotAllowed`` for an agent who is no supervisor and
     ``ServiceError`` naming the parameter it cannot read."""
     if not viewer.supervises:
-        raise NotAllowed("the reports are for supervisors and admins")
+        raise NotAllowed(gettext_lazy("the reports are for supervisors and admins"))
     zone = _zone(params.get("tz") or settings.TIME_ZONE)
     first, last = _day(params, "from"), _day(params, "to")
     if first > last:
-        raise ServiceError("from: the range starts after it ends (to)")
+        raise ServiceError(gettext_lazy("from: the range starts after it ends (to)"))
     if (last - first).days + 1 > MAX_DAYS:
-        raise ServiceError(f"to: a report covers at most {MAX_DAYS} days")
+        raise ServiceError(
+            ngettext_lazy(
+                "to: a report covers at most %(days)d day",
+                "to: a report covers at most %(days)d days",
+                "days",
+            ),
+            days=MAX_DAYS,
+        )
     channels = selectors.visible_channels(viewer)
     if params.get("channel"):
         channels = channels.filter(public_id=params["channel"])
     channel_ids = tuple(channels.order_by("pk").values_list("pk", flat=True))
     if params.get("channel") and not channel_ids:  # unknown, or not the viewer's: one answer
-        raise ServiceError("channel: no such channel")
+        raise ServiceError(gettext_lazy("channel: no such channel"))
     return ReportQuery.of_days(
         first,
         last,
@@ -113,7 +121,9 @@ def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as error:  # ValueError: a path, not a name
-        raise ServiceError("tz: no such time zone (an IANA name, e.g. Europe/Berlin)") from error
+        raise ServiceError(
+            gettext_lazy("tz: no such time zone (an IANA name, e.g. Europe/Berlin)")
+        ) from error
 
 
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
@@ -131,9 +141,16 @@ def _day(params: Mapping[str, str], name: str) -> date:
             raise ValueError(text)
         day = date.fromisoformat(text)
     except ValueError as error:  # no date of that shape, or no such day (2026-02-30)
-        raise ServiceError(f"{name}: a date as YYYY-MM-DD is required") from error
+        raise ServiceError(
+            gettext_lazy("%(name)s: a date as YYYY-MM-DD is required"), name=name
+        ) from error
     if day.year not in YEARS:
-        raise ServiceError(f"{name}: a year from {YEARS[0]} to {YEARS[-1]}")
+        raise ServiceError(
+            gettext_lazy("%(name)s: a year from %(first)d to %(last)d"),
+            name=name,
+            first=YEARS[0],
+            last=YEARS[-1],
+        )
     return day
 
 
@@ -170,7 +187,7 @@ def _department_id(text: str) -> int | None:
 
 def _found(row_id: int | None, name: str) -> int:
     if row_id is None:
-        raise ServiceError(f"{name}: no such {name}")
+        raise ServiceError(gettext_lazy("%(name)s: no such %(name)s"), name=name)
     return row_id
 
 
@@ -600,15 +617,22 @@ AGENT_COLUMNS = (
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def as_csv(rows: Iterable[Mapping[str, Any]], header: Iterable[str] = ()) -> str:
+def as_csv(
+    rows: Iterable[Mapping[str, Any]],
+    header: Iterable[str] = (),
+    titles: Mapping[str, object] | None = None,
+) -> str:
     """``rows`` as CSV with a header row (``header`` when there is no row);
     a nested figure is flattened to ``<name>_<part>`` (``wait_seconds_median``),
     a None is an empty cell, and text a spreadsheet would take for a formula
-    (an agent named "=HYPERLINK(…)") starts with a quote."""
+    (an agent named "=HYPERLINK(…)") starts with a quote. ``titles`` names
+    the columns for people (the reports page's, in its language); without
+    it the header row is the field names, as the agent API's CSV has them."""
     flat = [_flat(row) for row in rows]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(flat[0].keys() if flat else header)
+    names = flat[0].keys() if flat else header
+    writer.writerow(str(titles.get(name, name)) if titles else name for name in names)
     for row in flat:
         writer.writerow(_cell(value) for value in row.values())
     return out.getvalue()

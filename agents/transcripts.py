@@ -18,6 +18,7 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agents import addresses, audit, events, languages, mail, ratelimit, selectors
 from agents.content import MEDIA_TYPES, is_http_url
@@ -130,8 +131,10 @@ def _render(chat: Chat) -> tuple[str, str, str]:
 def _checked_address(address: str) -> str:
     address = address.strip()
     if not addresses.is_mailable(address):
+        if not address:
+            raise TranscriptError(gettext_lazy("an empty address is not an e-mail address"))
         shown = address[:60] + ("…" if len(address) > 60 else "")
-        raise TranscriptError(f"{shown or 'an empty address'} is not an e-mail address")
+        raise TranscriptError(gettext_lazy("%(address)s is not an e-mail address"), address=shown)
     return address
 
 
@@ -143,10 +146,13 @@ def send_transcript(*, chat: Chat, to: str = "", agent: Agent | None = None) -> 
     their hourly limit, to the client's address too."""
     own = client_email(chat)
     if not to.strip() and not own:
-        raise TranscriptError("the client gave no e-mail address: type one")
+        raise TranscriptError(gettext_lazy("the client gave no e-mail address: type one"))
     if not to.strip() and not client_email_trusted(chat):
         raise TranscriptError(
-            f"the client's address {own} is not confirmed yet: type it if you vouch for it"
+            gettext_lazy(
+                "the client's address %(address)s is not confirmed yet: type it if you vouch for it"
+            ),
+            address=own,
         )
     address = _checked_address(to or own)
     if agent is not None:

@@ -7,6 +7,7 @@ import logging
 
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import attachments
@@ -21,7 +22,9 @@ logger = logging.getLogger(__name__)
 def attach(request: HttpRequest, chat_id: int) -> HttpResponse:
     upload = request.FILES.get("file")
     if upload is None:
-        return _refused(request, ServiceError("choose a file first"), _chat(request, chat_id))
+        return _refused(
+            request, ServiceError(gettext_lazy("choose a file first")), _chat(request, chat_id)
+        )
     text = request.POST.get("text", "")
     return _act(
         request,

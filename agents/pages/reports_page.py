@@ -53,6 +53,33 @@ HEADERS = {
         "first_response_seconds_p90", "csat_percent",
     ),
 }  # fmt: skip
+# The columns' titles in the page's download, in the page's language; the
+# agent API's CSV keeps the field names (docs/reports.md, "CSV").
+COLUMN_TITLES = {
+    "figure": gettext_lazy("Figure"),
+    "now": gettext_lazy("This period"),
+    "before": gettext_lazy("Previous period"),
+    "difference": gettext_lazy("Difference"),
+    "percent": gettext_lazy("Change (%)"),
+    "day": gettext_lazy("Day"),
+    "weekday": gettext_lazy("Weekday"),
+    "hour": gettext_lazy("Hour"),
+    "bucket": gettext_lazy("Range"),
+    "from_seconds": gettext_lazy("From (seconds)"),
+    "to_seconds": gettext_lazy("To (seconds)"),
+    "agent": gettext_lazy("Agent ID"),
+    "channel": gettext_lazy("Channel ID"),
+    "name": gettext_lazy("Name"),
+    "chats": gettext_lazy("Chats"),
+    "answered": gettext_lazy("Answered"),
+    "missed": gettext_lazy("Missed"),
+    "first_response_seconds_median": gettext_lazy("Median first response (seconds)"),
+    "first_response_seconds_p90": gettext_lazy("First response, 90th percentile (seconds)"),
+    "handle_seconds_median": gettext_lazy("Median handle time (seconds)"),
+    "handle_seconds_p90": gettext_lazy("Handle time, 90th percentile (seconds)"),
+    "csat_percent": gettext_lazy("CSAT (%)"),
+    "online_seconds": gettext_lazy("Time online (seconds)"),
+}
 
 
 def _supervisor(request: HttpRequest) -> Agent:
@@ -204,7 +231,7 @@ def _csv(query: reports.ReportQuery, table: str) -> HttpResponse:
     """One of the page's tables as CSV (the API's format: a header row,
     nested figures flattened, None an empty cell)."""
     if table not in TABLES:
-        raise ServiceError(f"table: one of {', '.join(TABLES)}")
+        raise ServiceError(gettext_lazy("table: one of %(tables)s"), tables=", ".join(TABLES))
     rows: list[dict[str, Any]] = {
         "summary": reports.summary_compared,
         "days": reports.chats_per_day,
@@ -214,6 +241,7 @@ def _csv(query: reports.ReportQuery, table: str) -> HttpResponse:
         "channels": reports.channels,
     }[table](query)
     header = HEADERS.get(table, ())
-    answer = HttpResponse(reports.as_csv(rows, header), content_type="text/csv; charset=utf-8")
+    body = reports.as_csv(rows, header, COLUMN_TITLES)
+    answer = HttpResponse(body, content_type="text/csv; charset=utf-8")
     answer["Content-Disposition"] = f'attachment; filename="{table}.csv"'
     return answer

@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, ngettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -26,7 +26,11 @@ from agents.models import MAX_CHATS_LIMIT, Agent, Channel
 from agents.pages.workspace import _agent, _chat, _wants_json
 
 LENGTH = 200  # of each list, as the API's
-LIMITS = f"a number of chats from 1 to {MAX_CHATS_LIMIT}, or empty for the default"
+LIMITS = ngettext_lazy(
+    "a number of chats from 1 to %(limit)d, or empty for the default",
+    "a number of chats from 1 to %(limit)d, or empty for the default",
+    "limit",
+)
 
 
 def _supervisor(request: HttpRequest) -> Agent:
@@ -90,7 +94,7 @@ def reassign(request: HttpRequest, chat_id: int) -> HttpResponse:
     to_agent = Agent.objects.filter(pk=id_from(request.POST.get("agent", "")) or 0).first()
     try:
         if to_agent is None:
-            raise services.ServiceError("choose an online agent of the chat's channel")
+            raise services.ServiceError(_("choose an online agent of the chat's channel"))
         services.reassign_chat(chat=chat, by=supervisor, to_agent=to_agent)
     except services.ServiceError as error:
         return _answer(request, error, "")
@@ -113,7 +117,7 @@ def max_chats(request: HttpRequest, agent_id: int) -> HttpResponse:
     raw = request.POST.get("max_chats", "").strip()
     try:
         if raw and not (raw.isascii() and raw.isdigit() and len(raw) <= 3):
-            raise services.ServiceError(LIMITS)
+            raise services.ServiceError(LIMITS, limit=MAX_CHATS_LIMIT)
         services.set_max_chats(agent=member, by=supervisor, max_chats=int(raw) if raw else None)
     except services.ServiceError as error:
         return _answer(request, error, "")

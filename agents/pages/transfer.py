@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from agents import services
@@ -18,7 +19,7 @@ def _target(value: str, chat: Chat) -> tuple[Agent | None, Department | None]:
     kind, _, number = value.partition(":")
     target_id = id_from(number)
     if target_id is None or kind not in ("agent", "department"):
-        raise services.ServiceError("choose an agent or a department")
+        raise services.ServiceError(gettext_lazy("choose an agent or a department"))
     if kind == "agent":
         return services.transfer_target(chat=chat, agent_id=target_id)
     return services.transfer_target(chat=chat, department_id=target_id)

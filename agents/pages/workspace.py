@@ -20,6 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.translation import ngettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors, services, transcripts
@@ -321,7 +322,14 @@ def finish(request: HttpRequest, chat_id: int) -> HttpResponse:
 def send(request: HttpRequest, chat_id: int) -> HttpResponse:
     data = MessageIn(data={"type": "text", "text": request.POST.get("text", "")})
     if not data.is_valid():
-        error = services.ServiceError(f"write a message of up to {TEXT_LIMIT} characters first")
+        error = services.ServiceError(
+            ngettext_lazy(
+                "write a message of up to %(limit)d character first",
+                "write a message of up to %(limit)d characters first",
+                "limit",
+            ),
+            limit=TEXT_LIMIT,
+        )
         return _refused(request, error, _chat(request, chat_id))
     content = data.validated_data["content"]
     if request.POST.get("as") == "note":  # the reply box in note mode, or the note box

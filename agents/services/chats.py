@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone, translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy, ngettext_lazy
 
 from agents import audit, events, languages, routing, selectors
 from agents.content import Content
@@ -263,7 +263,9 @@ def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
     if chat.state == Chat.State.ACTIVE and chat.agents.filter(pk=agent.pk).exists():
         return chat  # pressing Reply twice changes nothing
     if chat.state not in (Chat.State.QUEUED, Chat.State.BOT):
-        raise InvalidState(f"the chat is {chat.state} and cannot be accepted")
+        raise InvalidState(
+            gettext_lazy("the chat is %(state)s and cannot be accepted"), state=chat.state
+        )
     # Reply takes the chat whoever it was offered to (docs/routing.md).
     taken = ChatOffer.Outcome.ACCEPTED if chat.offered_to_id == agent.pk else None
     end_offer(chat, taken or ChatOffer.Outcome.WITHDRAWN)
@@ -330,9 +332,11 @@ def mark_chat_seen(*, agent: Agent, chat: Chat, message_id: int) -> None:
 def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message:
     chat = _lock(chat)
     if chat.state != Chat.State.ACTIVE:
-        raise InvalidState(f"the chat is {chat.state}: press Reply before writing")
+        raise InvalidState(
+            gettext_lazy("the chat is %(state)s: press Reply before writing"), state=chat.state
+        )
     if not chat.agents.filter(pk=agent.pk).exists():
-        raise InvalidState("the chat was accepted by another agent")
+        raise InvalidState(gettext_lazy("the chat was accepted by another agent"))
     if chat.agent_typing_until is not None:
         Chat.objects.filter(pk=chat.pk).update(agent_typing_until=None)
     return _post(chat, Message.Author.AGENT, content, agent)
@@ -348,7 +352,14 @@ def post_note(*, chat: Chat, agent: Agent, text: str) -> Message:
     them sends only the authors it knows, and ``note`` is none of them)."""
     text = text.strip()
     if not text or len(text) > NOTE_LIMIT:
-        raise ServiceError(f"write a note of up to {NOTE_LIMIT} characters first")
+        raise ServiceError(
+            ngettext_lazy(
+                "write a note of up to %(limit)d character first",
+                "write a note of up to %(limit)d characters first",
+                "limit",
+            ),
+            limit=NOTE_LIMIT,
+        )
     chat = _lock(chat)
     return _post(chat, Message.Author.NOTE, Content("text", text, {}), agent)
 
@@ -363,11 +374,11 @@ def transfer_target(
     if agent_id is not None:
         to_agent = chat.channel.agents.filter(pk=agent_id).first()
         if to_agent is None:
-            raise ServiceError("that agent does not answer this channel")
+            raise ServiceError(gettext_lazy("that agent does not answer this channel"))
     if department_id is not None:
         department = Department.objects.filter(pk=department_id).first()
         if department is None:
-            raise ServiceError("no such department")
+            raise ServiceError(gettext_lazy("no such department"))
     return to_agent, department
 
 
@@ -387,19 +398,23 @@ def transfer_chat(
     nothing is sent to it, its integrator, a bot or a webhook."""
     chat = _lock(chat)
     if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
-        raise InvalidState("only the agent answering an active chat can transfer it")
+        raise InvalidState(gettext_lazy("only the agent answering an active chat can transfer it"))
     if (to_agent is None) == (department is None):
-        raise ServiceError("choose one agent or one department to transfer the chat to")
+        raise ServiceError(
+            gettext_lazy("choose one agent or one department to transfer the chat to")
+        )
     note = note.strip()[:NOTE_LIMIT]
     now = timezone.now()
     if to_agent is not None:
         if to_agent.pk == agent.pk:
-            raise ServiceError("the chat is already yours")
+            raise ServiceError(gettext_lazy("the chat is already yours"))
         colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
         if colleague is None:  # not named: the agent may not know who that is
             raise ServiceError("that agent does not answer this channel")
         if not colleague.is_online:
-            raise ServiceError(f"{colleague.name} is offline: choose an online agent")
+            raise ServiceError(
+                gettext_lazy("%(name)s is offline: choose an online agent"), name=colleague.name
+            )
         chat.agents.set([to_agent])
         chat.handlers.add(to_agent)
         told = f"{agent.name} transferred the chat to {to_agent.name}."
@@ -445,23 +460,32 @@ def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
     to them, whatever their load, and their Reply takes it. They are told on
     their page; the client is not interrupted."""
     if not by.supervises or not selectors.visible_channels(by).filter(pk=chat.channel_id).exists():
-        raise NotAllowed("only supervisors of the chat's channel and admins reassign it")
+        raise NotAllowed(
+            gettext_lazy("only supervisors of the chat's channel and admins reassign it")
+        )
     chat = _lock(chat)
     colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
     if colleague is None:
         raise ServiceError("that agent does not answer this channel")
     if not colleague.is_online:
-        raise ServiceError(f"{colleague.name} is offline: choose an online agent")
+        raise ServiceError(
+            gettext_lazy("%(name)s is offline: choose an online agent"), name=colleague.name
+        )
     if chat.state == Chat.State.QUEUED:
         if chat.offered_to_id == colleague.pk:
-            raise ServiceError(f"the chat is offered to {colleague.name} already")
+            raise ServiceError(
+                gettext_lazy("the chat is offered to %(name)s already"), name=colleague.name
+            )
         offer_to_chosen(chat, colleague)
         return chat
     if chat.state != Chat.State.ACTIVE:
-        raise InvalidState(f"the chat is {chat.state}: only queued and active chats are reassigned")
+        raise InvalidState(
+            gettext_lazy("the chat is %(state)s: only queued and active chats are reassigned"),
+            state=chat.state,
+        )
     previous = list(chat.agents.all())
     if [agent.pk for agent in previous] == [colleague.pk]:
-        raise ServiceError(f"the chat is {colleague.name}'s already")
+        raise ServiceError(gettext_lazy("the chat is %(name)s's already"), name=colleague.name)
     chat.agents.set([colleague])
     chat.handlers.add(colleague)
     chat.transferred_at, chat.transferred_by, chat.transfer_note = timezone.now(), by, ""
@@ -519,7 +543,7 @@ def set_client_typing(*, chat: Chat, typing: bool) -> Chat:
 def set_agent_typing(*, chat: Chat, agent: Agent, typing: bool) -> Chat:
     chat = _lock(chat)
     if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
-        raise InvalidState("typing is sent only in an active chat of yours")
+        raise InvalidState(gettext_lazy("typing is sent only in an active chat of yours"))
     until = timezone.now() + timedelta(seconds=settings.TYPING_TTL_SECONDS) if typing else None
     chat.agent_typing_until = until
     chat.save(update_fields=["agent_typing_until"])
@@ -534,7 +558,7 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None, idle: bool = False) -
     """Finish ``chat``: by ``agent``, by the system, or by the idle timer (``idle``)."""
     chat = _lock(chat)
     if not chat.is_open:
-        raise InvalidState("the chat is already finished")
+        raise InvalidState(gettext_lazy("the chat is already finished"))
     other_agents_chat = (
         agent is not None
         and chat.state == Chat.State.ACTIVE
@@ -660,9 +684,9 @@ def retry_message(*, message: Message, agent: Agent) -> Message:
     """Send a message that was not delivered once more (the agent's "retry")."""
     message = Message.objects.select_for_update().get(pk=message.pk)
     if message.author != Message.Author.AGENT or message.agent_id != agent.pk:
-        raise InvalidState("only your own messages can be sent again")
+        raise InvalidState(gettext_lazy("only your own messages can be sent again"))
     if message.delivery_status != Message.Delivery.FAILED:
-        raise InvalidState("only a message that was not delivered can be sent again")
+        raise InvalidState(gettext_lazy("only a message that was not delivered can be sent again"))
     message.delivery_status = Message.Delivery.PENDING
     message.delivery_error = ""
     message.save(update_fields=["delivery_status", "delivery_error"])

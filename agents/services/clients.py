@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils.translation import gettext_lazy
 
 from agents import addresses, events
 from agents.models import Agent, Channel, Chat, Client, ClientAddress, Counter
@@ -136,8 +137,8 @@ def confirm_client_email(*, chat: Chat, agent: Agent, email: str = "") -> Client
     client = chat.client
     email = email.strip() or client.email
     if not email:
-        raise ServiceError("the client gave no e-mail address: type one")
+        raise ServiceError(gettext_lazy("the client gave no e-mail address: type one"))
     if not addresses.is_mailable(email):
-        raise ServiceError(f"{email[:60]} is not an e-mail address")
+        raise ServiceError(gettext_lazy("%(address)s is not an e-mail address"), address=email[:60])
     update_client_contact(client=client, contact={"email": email}, source="agent", agent=agent)
     return client

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 from agents import events, selectors
 from agents.models import Agent, Chat, Label
@@ -27,7 +28,7 @@ def create_label(*, name: str, colour: str = "") -> Label:
     except ValidationError as error:
         raise ServiceError(_first_complaint(error)) from None
     if Label.objects.filter(name__iexact=name).exists():
-        raise ServiceError(f"a label named {name} exists already")
+        raise ServiceError(gettext_lazy("a label named %(name)s exists already"), name=name)
     label.save()
     return label
 
@@ -45,12 +46,14 @@ def set_chat_labels(*, chat: Chat, agent: Agent, names: Iterable[str]) -> Chat:
     the whole change, naming it. Publishes ``ChatLabelled`` when the labels
     changed, nothing when they did not."""
     if not selectors.visible_channels(agent).filter(pk=chat.channel_id).exists():
-        raise NotAllowed("only agents of the chat's channel label it")
+        raise NotAllowed(gettext_lazy("only agents of the chat's channel label it"))
     wanted = list(dict.fromkeys(name.strip() for name in names if name.strip()))
     labels = list(Label.objects.filter(name__in=wanted))
     unknown = sorted(set(wanted) - {label.name for label in labels})
     if unknown:
-        raise ServiceError(f"not on the list of labels: {', '.join(unknown)}")
+        raise ServiceError(
+            gettext_lazy("not on the list of labels: %(names)s"), names=", ".join(unknown)
+        )
     chat = _lock(chat)
     before = set(chat.labels.values_list("pk", flat=True))
     if before == {label.pk for label in labels}:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from agents import events
 from agents.models import IDLE_CLOSE_MAX, IDLE_CLOSE_MIN, Agent, Channel, Chat, ChatOffer
@@ -201,7 +202,7 @@ def decline_offer(*, chat: Chat, agent: Agent) -> Chat:
     and the decliner is offered what else waits."""
     chat = _lock(chat)
     if chat.offered_to_id != agent.pk:
-        raise InvalidState("the chat is not offered to you")
+        raise InvalidState(gettext_lazy("the chat is not offered to you"))
     end_offer(chat, ChatOffer.Outcome.DECLINED)
     offer_chat(chat)
     offer_waiting([agent.pk])

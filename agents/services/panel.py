@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from agents import events
 from agents.models import Agent, Chat
@@ -59,9 +60,9 @@ def request_crm_assign(*, chat: Chat, agent: Agent) -> Chat:
     to the card of the chat's ``crm_link``."""
     chat = _lock(chat)
     if not chat.enable_assign or not chat.crm_link:
-        raise InvalidState("the CRM did not offer to assign this chat")
+        raise InvalidState(gettext_lazy("the CRM did not offer to assign this chat"))
     if chat.state != Chat.State.ACTIVE or not chat.agents.filter(pk=agent.pk).exists():
-        raise InvalidState("only the agent answering the chat can assign it")
+        raise InvalidState(gettext_lazy("only the agent answering the chat can assign it"))
     if chat.crm_assigned_at is not None:
         return chat  # pressing it twice asks the CRM once
     chat.crm_assigned_at = timezone.now()

@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import CharField, Exists, OuterRef, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from agents import audit, events, live
 from agents.models import (
@@ -188,10 +189,12 @@ def erase_client(*, client: Client, by: Agent | str | None = None) -> dict[str, 
     _lock_client(client.pk)
     current = Client.objects.select_related("channel").get(pk=client.pk)
     if current.erased_at is not None:
-        raise InvalidState("this client's data was erased already")
+        raise InvalidState(gettext_lazy("this client's data was erased already"))
     chats = Chat.objects.select_for_update().filter(client=current)
     if chats.filter(state__in=Chat.OPEN_STATES).exists():
-        raise InvalidState("the client has an open chat: finish it before erasing the client")
+        raise InvalidState(
+            gettext_lazy("the client has an open chat: finish it before erasing the client")
+        )
     key = client_key(current)
     erased = _erase_chats(list(chats.values_list("pk", flat=True)), now=timezone.now())
     _erase_client_rows([current.pk])

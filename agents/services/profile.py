@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
 from agents import audit, events, selectors
 from agents.models import MAX_CHATS_LIMIT, Agent, OnlineSpan
@@ -48,9 +49,18 @@ def set_max_chats(*, agent: Agent, by: Agent, max_chats: int | None) -> Agent:
     installation's AGENT_MAX_CHATS). More room is offered what waits at
     once; less takes nothing away: chats and offers held stay."""
     if not by.supervises or not selectors.visible_channels(by).filter(agents=agent).exists():
-        raise NotAllowed("only supervisors of the agent's channels and admins set their chats")
+        raise NotAllowed(
+            gettext_lazy("only supervisors of the agent's channels and admins set their chats")
+        )
     if max_chats is not None and not 1 <= max_chats <= MAX_CHATS_LIMIT:
-        raise ServiceError(f"a number of chats from 1 to {MAX_CHATS_LIMIT}")
+        raise ServiceError(
+            ngettext_lazy(
+                "a number of chats from 1 to %(limit)d",
+                "a number of chats from 1 to %(limit)d",
+                "limit",
+            ),
+            limit=MAX_CHATS_LIMIT,
+        )
     Agent.objects.filter(pk=agent.pk).update(max_chats=max_chats)
     if agent.max_chats != max_chats:
         audit.record(
@@ -80,17 +90,19 @@ def update_agent_profile(
     language (blank: the browser's)."""
     name = name.strip()
     if not name or len(name) > 200:
-        raise ServiceError("a name of 1 to 200 characters")
+        raise ServiceError(gettext_lazy("a name of 1 to 200 characters"))
     photo_url = photo_url.strip()
     if photo_url:
         try:
             URLValidator(schemes=["http", "https"])(photo_url)
         except ValidationError as error:
-            raise ServiceError("the photo must be an http:// or https:// URL") from error
+            raise ServiceError(
+                gettext_lazy("the photo must be an http:// or https:// URL")
+            ) from error
         if len(photo_url) > 500:
-            raise ServiceError("the photo URL is longer than 500 characters")
+            raise ServiceError(gettext_lazy("the photo URL is longer than 500 characters"))
     if language and language not in dict(settings.LANGUAGES):
-        raise ServiceError("a language of the list")
+        raise ServiceError(gettext_lazy("a language of the list"))
     Agent.objects.filter(pk=agent.pk).update(
         name=name,
         photo_url=photo_url,

@@ -63,6 +63,13 @@ _OS_NAMES = {"Mac OS X": "macOS"}
 
 
 @register.filter
+def language_name(tag: object) -> str:
+    """A chat's language (the widget's tag, ``pt-BR``) named in itself, as
+    ``LANGUAGES`` names it ("Deutsch"); ``""`` for none the service speaks."""
+    return dict(settings.LANGUAGES).get(str(tag or "").lower(), "")
+
+
+@register.filter
 def browser(user_agent: object) -> str:
     """A user-agent string as people say it: "Chrome 131 on Android". The
     rules are ua-parser's (the uap-core patterns, kept current upstream),

@@ -86,10 +86,11 @@
       LANG = code;
     });
   }
-  // A refusal the visitor reads: the service's sentence is English, so the
-  // ones a visitor may meet that no form prevents are said in its language;
-  // no code at all is the network's.
-  var ERRORS = { consent_required: 'error.consent', too_many_requests: 'error.busy' };
+  // A refusal the visitor reads: the service's sentence is English (the wire's), so each
+  // code a visitor may meet from these endpoints is said in its language; another code
+  // is shown as the service wrote it, and no code at all is the network's.
+  var ERRORS = { consent_required: 'error.consent_required', invalid_request: 'error.invalid_request',
+    not_found: 'error.not_found', too_many_requests: 'error.too_many_requests' };
   function problem(e) { return ERRORS[e.code] ? t(ERRORS[e.code]) : e.code ? e.message : t('error.network'); }
   function clock(el) {
     // A message's time in the visitor's language and time zone (the date too on hover).

@@ -11,9 +11,12 @@ import pytest
 from django.conf import settings
 from django.test import Client as Browser
 from django.utils import translation
+from django.utils.translation import ngettext_lazy
+from rest_framework.test import APIClient
 
 from agents import services
-from agents.models import Agent, ApiToken
+from agents.models import Agent, ApiToken, Chat
+from config.text import TEXT_LIMIT
 from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 
 pytestmark = pytest.mark.django_db
@@ -211,3 +214,97 @@ def test_an_admin_sets_an_agents_language_in_the_admin() -> None:
     page = signed_in(admin)
     body = page.get(f"/admin/agents/agent/{agent.pk}/change/").content.decode()
     assert '<select name="language"' in body and ">Русский</option>" in body
+
+
+# The service layer's refusals (agents/services/errors.py): said in the
+# page's language on the pages, in English on the APIs.
+
+
+def test_a_page_refusal_is_said_in_the_agents_language(agent: Agent) -> None:
+    Agent.objects.filter(pk=agent.pk).update(language="de")
+    form = {"name": agent.name, "photo_url": "ftp://example.com/me.png", "language": "de"}
+    body = signed_in(agent, "en").post("/agent/settings/", form, follow=True).content.decode()
+    assert "Das Foto muss eine http://- oder https://-URL sein." in body
+    assert "the photo must be" not in body
+    agent.refresh_from_db()
+    assert agent.photo_url == ""
+
+
+def test_a_page_refusal_follows_the_browser_and_fills_in_its_number(agent: Agent) -> None:
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
+    chat = services.post_client_message(client=client, content=text("Hallo")).chat
+    services.accept_chat(chat=chat, agent=agent)
+    answer = signed_in(agent, "de-DE,de;q=0.9").post(
+        f"/agent/chats/{chat.pk}/messages",
+        {"text": "x" * (TEXT_LIMIT + 1)},
+        headers={"X-Requested-With": "fetch"},
+    )
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {
+        "code": "invalid_request",
+        "message": f"Schreiben Sie zuerst eine Nachricht mit bis zu {TEXT_LIMIT} Zeichen.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("days", "says"),
+    [
+        (1, "to: отчёт охватывает не больше 1 дня"),
+        (3, "to: отчёт охватывает не больше 3 дней"),
+        (21, "to: отчёт охватывает не больше 21 дня"),
+        (366, "to: отчёт охватывает не больше 366 дней"),
+    ],
+)
+def test_a_refusal_with_a_number_takes_the_languages_plural_form(days: int, says: str) -> None:
+    error = services.ServiceError(
+        ngettext_lazy(
+            "to: a report covers at most %(days)d day",
+            "to: a report covers at most %(days)d days",
+            "days",
+        ),
+        days=days,
+    )
+    with translation.override("ru"):
+        assert error.message == str(error) == says
+    assert error.message.endswith(f"{days} day" if days == 1 else f"{days} days")
+
+
+def test_the_agent_api_refuses_in_english_whatever_the_agents_language(
+    agent: Agent, api: APIClient
+) -> None:
+    Agent.objects.filter(pk=agent.pk).update(language="de")
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
+    chat = services.post_client_message(client=client, content=text("Hallo")).chat
+    services.finish_chat(chat=chat)
+    page = signed_in(agent, "de")
+    refused = page.post(f"/agent/chats/{chat.pk}/accept", headers={"X-Requested-With": "fetch"})
+    german = "Der Chat ist im Zustand „finished“ und kann nicht angenommen werden."
+    assert refused.json()["error"]["message"] == german
+    answer = api.post(f"/api/agent/v1/chats/{chat.pk}/accept", HTTP_ACCEPT_LANGUAGE="de")
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "error": {"code": "invalid_state", "message": "the chat is finished and cannot be accepted"}
+    }
+    assert "Content-Language" not in answer
+
+
+@pytest.mark.parametrize(
+    ("spoken", "named"),
+    [("de", "Deutsch"), ("pt-BR", "Português (Brasil)"), ("ar", "العربية"), ("", ""), ("tlh", "")],
+)
+def test_the_visitor_card_names_the_chats_language_in_itself(
+    agent: Agent, spoken: str, named: str
+) -> None:
+    Agent.objects.filter(pk=agent.pk).update(language="ru")
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
+    chat = services.post_client_message(client=client, content=text("Hallo")).chat
+    Chat.objects.filter(pk=chat.pk).update(language=spoken)
+    page = signed_in(agent)
+    body = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    live = page.get("/agent/live", {"chat": chat.pk, "after": 0}).json()["chat"]["panel_html"]
+    shown = f'<dt>Язык</dt><dd data-testid="chat-language" lang="{spoken}" dir="auto">{named}</dd>'
+    for html in (body, live):
+        if named:
+            assert shown in html
+        else:
+            assert 'data-testid="chat-language"' not in html

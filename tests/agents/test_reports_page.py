@@ -11,11 +11,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client as Browser
-from django.utils import timezone
+from django.utils import timezone, translation
+from rest_framework.test import APIClient
 
 from agents import reports, services
 from agents.models import Agent, Channel, Chat, Label, OnlineSpan
-from agents.pages import charts
+from agents.pages import charts, reports_page
+from agents.tokens import issue_token
 from tests.agents.test_reports import BERLIN, MONDAY, chat_at, query
 from tests.factories import AgentFactory, ChannelFactory
 
@@ -178,24 +180,55 @@ def test_every_table_downloads_as_csv(sue: Agent, ann: Agent, channel: Channel) 
         assert answer["Content-Disposition"] == f'attachment; filename="{table}.csv"'
         return rows_of(answer)
 
-    chats = next(row for row in get("summary") if row["figure"] == "chats")
-    assert chats == {"figure": "chats", "now": "2", "before": "0", "difference": "2", "percent": ""}
-    assert get("days") == [{"day": "2026-03-02", "chats": "2"}]
+    # The columns are titled for people, in the page's language (English here).
+    chats = next(row for row in get("summary") if row["Figure"] == "chats")
+    assert chats == {
+        "Figure": "chats", "This period": "2", "Previous period": "0", "Difference": "2",
+        "Change (%)": "",
+    }  # fmt: skip
+    assert get("days") == [{"Day": "2026-03-02", "Chats": "2"}]
     assert len(get("hours")) == 168
-    assert [row["chats"] for row in get("first_response")] == ["0", "1", "0", "0", "0"]
-    assert get("agents")[0]["name"] == "Ann" and get("agents")[0]["online_seconds"] == "0"
+    assert [row["Chats"] for row in get("first_response")] == ["0", "1", "0", "0", "0"]
+    assert get("agents")[0]["Name"] == "Ann" and get("agents")[0]["Time online (seconds)"] == "0"
     assert get("channels")[0] == {
-        "channel": channel.public_id, "name": "Shop", "chats": "2", "answered": "1",
-        "missed": "1", "first_response_seconds_median": "90", "first_response_seconds_p90": "90",
-        "csat_percent": "100.0",
+        "Channel ID": channel.public_id, "Name": "Shop", "Chats": "2", "Answered": "1",
+        "Missed": "1", "Median first response (seconds)": "90",
+        "First response, 90th percentile (seconds)": "90", "CSAT (%)": "100.0",
     }  # fmt: skip
 
 
 def test_an_empty_agents_table_still_has_its_header(sue: Agent) -> None:
     ChannelFactory.create(agents=[sue])
     answer = browser_of(sue).get(f"/agent/reports/?{DAY}&format=csv&table=agents")
-    assert answer.content.decode().startswith("agent,name,chats,")
-    assert answer.content.decode().strip().endswith("online_seconds")
+    assert answer.content.decode().startswith("Agent ID,Name,Chats,")
+    assert answer.content.decode().strip().endswith("Time online (seconds)")
+
+
+@pytest.mark.parametrize(
+    "table", ["summary", "days", "hours", "first_response", "agents", "channels"]
+)
+def test_the_pages_csv_titles_its_columns_in_the_pages_language(
+    sue: Agent, ann: Agent, channel: Channel, table: str
+) -> None:
+    Agent.objects.filter(pk=sue.pk).update(language="de")
+    german = browser_of(sue).get(f"/agent/reports/?{DAY}&format=csv&table={table}")
+    header = next(csv.reader(io.StringIO(german.content.decode())))
+    # Every column has its title: no field name of the API's is left.
+    fields = set(reports_page.COLUMN_TITLES)
+    assert header and not fields & set(header), header
+    with translation.override("de"):
+        assert set(header) <= {str(title) for title in reports_page.COLUMN_TITLES.values()}
+    if table == "channels":
+        assert header[:3] == ["Kanal-ID", "Name", "Chats"] and "CSAT (%)" in header
+
+
+def test_the_agent_apis_csv_keeps_its_field_names(sue: Agent, channel: Channel) -> None:
+    Agent.objects.filter(pk=sue.pk).update(language="de")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(agent=sue)}")
+    answer = api.get(f"/api/agent/v1/reports/agents?{DAY}&format=csv", HTTP_ACCEPT_LANGUAGE="de")
+    assert answer.status_code == 200, answer.content
+    assert answer.content.decode().startswith("agent,name,chats,first_response_seconds_median,")
 
 
 # --- the page's reads ------------------------------------------------------------

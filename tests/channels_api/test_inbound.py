@@ -440,3 +440,20 @@ def test_a2_with_every_option_stays_within_its_query_budget(
         assert say(2).status_code == 200
 
     assert Message.objects.filter(chat__client__external_id="u-budget").count() == 2
+
+
+def test_refusals_are_english_whatever_the_callers_language(integrator: Integrator) -> None:
+    """The messages are the wire format's: an integrator compares them."""
+    body = {"sender": {"id": "u"}, "message": {"type": "text"}}
+    english = integrator.post(body)
+    german = integrator.post(body, **{"Accept-Language": "de"})
+    assert german.status_code == english.status_code == 400
+    assert (
+        error_of(german)
+        == error_of(english)
+        == {
+            "code": "invalid_request",
+            "message": "message: message.text is required for type text",
+        }
+    )
+    assert "Content-Language" not in german

@@ -326,3 +326,27 @@ def test_a_message_that_could_not_go_out_is_said_in_the_visitors_language(
         "Nicht gesendet: Der Chat ist nicht erreichbar. "
         "Prüfen Sie Ihre Verbindung und versuchen Sie es erneut."
     )
+
+
+def test_a_refusal_of_the_service_is_said_in_the_visitors_language(
+    phone: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+) -> None:  # fmt: skip
+    phone.goto(lang_page(site, web_process.url, widget, "ru"))
+    wait_loaded(phone)
+    phone.get_by_test_id("svc-label").click()
+    # The site removes its widget while the visitor writes: the service
+    # answers 404 in English (the wire's); the visitor reads Russian.
+    answers: list[Any] = []
+    phone.on("response", lambda r: answers.append(r) if r.url.endswith("/v1/message") else None)
+    WidgetChannel.objects.filter(pk=widget.pk).delete()
+    phone.get_by_test_id("svc-input").fill("Привет")
+    phone.get_by_test_id("svc-input").press("Enter")
+    expect(phone.locator(".note").last).to_have_text(
+        "Не отправлено: Этот чат больше недоступен на сайте. "  # noqa: RUF001
+        "Обновите страницу, чтобы начать заново."
+    )
+    assert answers[-1].status == 404
+    assert answers[-1].json()["error"] == {
+        "code": "not_found",
+        "message": "no such widget or action",
+    }

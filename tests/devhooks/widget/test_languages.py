@@ -14,8 +14,10 @@ from django.core.management import CommandError
 from django.test import Client as Browser
 
 from agents.models import Agent, Chat
+from config.api_errors import CODES
 from devhooks.models import WidgetChannel
 from devhooks.widget import languages
+from devhooks.widget import services as widget_services
 from devhooks.widget.services import WidgetError, create_widget_channel
 from tests.devhooks.widget.test_admin_and_commands import admin_browser, form, run  # noqa: F401
 from tests.devhooks.widget.test_api import (  # noqa: F401 (fixtures)
@@ -232,3 +234,63 @@ def test_a_chat_without_a_language_the_widget_speaks_has_none(
     vera.ok("message", text="Hi", **body)
 
     assert Chat.objects.get().language == ""
+
+
+# --- refusals -----------------------------------------------------------------------
+# The service answers a visitor in English (the wire's); the widget says each
+# code a visitor may meet in the visitor's language (docs/translating.md).
+
+VIEWS = ROOT / "devhooks" / "widget" / "views.py"
+SERVICES = ROOT / "devhooks" / "widget" / "services.py"
+
+
+def codes_the_visitor_endpoints_answer() -> set[str]:
+    """Every error code of the visitor's actions, read from the server's code:
+    the statuses its view refuses with (their codes as ``config/api_errors.py``
+    names them), its rate limit, and the codes its verbs name."""
+    view = VIEWS.read_text().split("def _visitor_action(", 1)[1]
+    statuses = {int(status) for status in re.findall(r"inbound\.refuse\((\d+)", view)}
+    statuses |= {400} if "inbound.json_of(" in view else set()  # a body that is no JSON
+    statuses |= {429} if "inbound.throttle(" in view else set()
+    named = set(re.findall(r"\bcode=([A-Z_]+)", SERVICES.read_text()))
+    return {CODES[status] for status in statuses} | {
+        getattr(widget_services, name) for name in named
+    }
+
+
+def test_the_script_says_every_code_a_visitor_can_meet_in_every_language() -> None:
+    codes = codes_the_visitor_endpoints_answer()
+    assert codes == {"invalid_request", "not_found", "too_many_requests", "consent_required"}
+    table = re.search(r"var ERRORS = \{([^}]*)\}", SCRIPT.read_text())
+    assert table, "the script's table of refusals"
+    said = dict(re.findall(r"(\w+): '([\w.]+)'", table.group(1)))
+    assert said == {code: f"error.{code}" for code in codes}
+    for language in languages.WIDGET_LANGUAGES:
+        missing = [code for code in codes if not catalogue(language).get(f"error.{code}")]
+        assert missing == [], language
+
+
+def test_each_code_is_one_a_visitor_really_meets(
+    widget: WidgetChannel,  # noqa: F811
+    vera: Visitor,  # noqa: F811
+    settings: Any,
+) -> None:
+    met = {
+        refusal["error"]["code"]
+        for refusal in (
+            vera.http.post(
+                f"/widget/{widget.widget_id}/v1/nothing", "{}", content_type="text/plain"
+            ).json(),
+            vera.http.post(vera.url("message"), "{not json", content_type="text/plain").json(),
+        )
+    }
+    WidgetChannel.objects.filter(pk=widget.pk).update(
+        consent_text="We keep chats.", consent_version=2
+    )
+    met.add(vera.post("message", text="Hi").json()["error"]["code"])
+    settings.WIDGET_ADDRESS_RATE_LIMIT = 1
+    vera.post("session")
+    limited = vera.post("session")
+    assert limited.status_code == 429
+    met.add(limited.json()["error"]["code"])
+    assert met == codes_the_visitor_endpoints_answer()
