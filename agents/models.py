@@ -17,7 +17,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from config.text import CLIENT_TEXT_LIMIT, TEXT_LIMIT
@@ -68,9 +68,9 @@ class Agent(AbstractBaseUser, PermissionsMixin):
     team, and admins every channel and the Django admin (docs/routing.md)."""
 
     class Role(models.TextChoices):
-        AGENT = "agent", _("Agent")
-        SUPERVISOR = "supervisor", _("Supervisor")
-        ADMIN = "admin", _("Admin")
+        AGENT = "agent", pgettext_lazy("role", "Agent")
+        SUPERVISOR = "supervisor", pgettext_lazy("role", "Supervisor")
+        ADMIN = "admin", pgettext_lazy("role", "Admin")
 
     email = models.EmailField(unique=True)
     name = models.CharField(max_length=200)

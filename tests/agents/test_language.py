@@ -177,6 +177,20 @@ def test_the_lists_and_the_chat_speak_the_agents_language(agent: Agent) -> None:
     assert "Transcripción" in live["chat"]["panel_html"]
 
 
+def test_a_chats_state_and_a_members_role_are_said_in_the_agents_language(agent: Agent) -> None:
+    # Labels of the models' choices, shown on the pages (the chat's head, the Team).
+    Agent.objects.filter(pk=agent.pk).update(language="ru", role=Agent.Role.SUPERVISOR)
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]), name="Яна")
+    chat = services.post_client_message(client=client, content=text("Привет")).chat
+    services.accept_chat(chat=chat, agent=agent)
+    page = signed_in(agent)
+    head = page.get(f"/agent/chats/{chat.pk}/").content.decode()
+    assert '<span class="state state-active">Активен</span>' in head
+    assert ">супервайзер<" in page.get("/agent/team/").content.decode()
+    with translation.override("en"):  # the choice itself is untouched
+        assert Chat.objects.get(pk=chat.pk).get_state_display() == "Active"
+
+
 def test_a_second_agent_keeps_their_own_language() -> None:
     russian = AgentFactory.create(language="ru")
     english = AgentFactory.create()
