@@ -542,17 +542,17 @@
     ui.chatView = h('div', { class: 'view chat' }, [ui.list, ui.queue, ui.typing, ui.end, ui.compose]);
     var contactFields = function () { return [field(t('field.name'), 'name', 'text'), field(t('field.email'), 'email', 'email'), field(t('field.phone'), 'phone', 'tel')]; };
     ui.offline = form('svc-offline', t('offline.intro'), contactFields().concat(field(t('field.message'), 'message', 'textarea', true)), t('send'), function (v, fail, f) {
-      var problem = offlineProblem(offlineValues(v));
-      if (problem) return fail(t(problem, { email: v.email, limit: number(MAX_OFFLINE) }));
-      api.sendOfflineMessage(v, function (error) {
-        if (error) fail(t('not_sent', { reason: error })); else { f.replaceWith(h('p', { class: 'done', role: 'status', text: t('offline.thanks') })); }
+      var wrong = offlineProblem(offlineValues(v));
+      if (wrong) return fail(t(wrong, { email: v.email, limit: number(MAX_OFFLINE) }));
+      api.sendOfflineMessage(v, function (error, e) {
+        if (error) fail(t('not_sent', { reason: problem(e) })); else { f.replaceWith(h('p', { class: 'done', role: 'status', text: t('offline.thanks') })); }
       });
     });
     ui.closed = h('p', { class: 'form', text: t('closed') });
     ui.unavailable = h('p', { class: 'form', 'data-testid': 'svc-unavailable', text: t('unavailable') });
     ui.call = form('svc-call', t('call.intro'), [field(t('field.phone'), 'phone', 'tel', true)], t('call.submit'), function (v, fail) {
-      var r = api.startCall(v.phone, function (error) {
-        if (error) return fail(error);
+      var r = api.startCall(v.phone, function (error, e) {
+        if (error) return fail(problem(e));
         S.view = 'chat';
         note(t('call.noted', { phone: v.phone }));
         render();
@@ -1024,7 +1024,9 @@
         fire('onCallStart');
         fire('onChangeState', S.open ? 'chat' : 'label');
       }, function (e) {
-        if (typeof done === 'function') done(e.message);
+        // The page's callback reads the service's message; the window's form, the refusal
+        // (the second argument) in the visitor's language.
+        if (typeof done === 'function') done(e.message, e);
         fire('onCallEnd', { result: 'fail', reason: e.message });
       });
       return { result: 'ok' };
@@ -1042,7 +1044,7 @@
       v.page = page();
       v.landing_url = landing;
       call('offline', v).then(function () { if (typeof done === 'function') done(null); }, function (e) {
-        if (typeof done === 'function') done(e.message);
+        if (typeof done === 'function') done(e.message, e); // as startCall's
       });
       return { result: 'ok' };
     },

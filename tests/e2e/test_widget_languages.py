@@ -350,3 +350,33 @@ def test_a_refusal_of_the_service_is_said_in_the_visitors_language(
         "code": "not_found",
         "message": "no such widget or action",
     }
+
+
+def test_the_offline_forms_refusal_is_said_in_the_visitors_language(
+    phone: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+    alice: Agent,
+) -> None:  # fmt: skip
+    services.set_agent_status(agent=alice, online=False)
+    heard = (
+        "(window.heard = []) && svc_api.sendOfflineMessage("
+        "{name: 'Аня', email: 'anya@example.com', message: 'Тест'},"
+    )
+    phone.goto(lang_page(site, web_process.url, widget, "ru"))
+    wait_loaded(phone)
+    phone.get_by_test_id("svc-label").click()
+    form = phone.get_by_test_id("svc-offline")
+    form.get_by_label("Имя").fill("Аня")
+    form.get_by_label("Эл. почта").fill("anya@example.com")
+    form.get_by_label("Сообщение").fill("Вы доставляете в Казань?")
+    WidgetChannel.objects.filter(pk=widget.pk).delete()  # the site removes its widget meanwhile
+    errors = watch(phone)
+    form.get_by_role("button", name="Отправить").click()
+    expect(form.locator(".status.error")).to_have_text(
+        "Не отправлено: Этот чат больше недоступен на сайте. "  # noqa: RUF001
+        "Обновите страницу, чтобы начать заново."
+    )
+    # The page's own callback still reads the service's message, as the spec's does.
+    phone.evaluate(f"{heard} (error) => window.heard.push(error))")
+    phone.wait_for_function("window.heard.length === 1")
+    assert phone.evaluate("window.heard") == ["no such widget or action"]
+    assert errors == []
