@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import redis
 from django.conf import settings as django_settings
 from django.test import AsyncClient
 from django.test import Client as Browser
@@ -24,7 +23,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from agents import ratelimit, selectors, services
+from agents import selectors, services
 from agents.content import clean_content
 from agents.models import (
     Agent,
@@ -126,15 +125,6 @@ def unique_address() -> str:
     """An address no other test (nor an earlier run) counted requests of: the
     limits count an IPv6 address's /64, so the /64 is what differs."""
     return f"2001:db8:{secrets.token_hex(2)}:{secrets.token_hex(2)}::1"
-
-
-def forget_hits(key: str) -> None:
-    """Start a rate-limit key afresh: with Redis the hits outlive the test's
-    transaction (in the database they are rolled back with it)."""
-    url = ratelimit.redis_url()
-    if url:
-        name = f"{{{ratelimit.KEY_PREFIX}{key}}}"
-        redis.Redis.from_url(url).delete(f"{name}:hits", f"{name}:seq")
 
 
 def visitor_count() -> int:
