@@ -75,22 +75,31 @@ def is_trusted(*, client: Client, address: str) -> bool:
 
 @transaction.atomic(savepoint=False)  # on the inbound path: in the caller's transaction
 def record_address(
-    *, client: Client, address: str, source: str, agent: Agent | None = None
+    *,
+    client: Client,
+    address: str,
+    source: str,
+    agent: Agent | None = None,
+    new_client: bool = False,
 ) -> ClientAddress:
     """Note that ``source`` gave ``address`` for ``client``: trusted at once
     from a trusted source; from the visitor or a bot, a link to confirm it
-    is mailed to it (once per address and client)."""
+    is mailed to it (once per address and client). ``new_client``: made in
+    this transaction, so it has no address yet (one INSERT, no look-up)."""
     trusted = source in TRUSTED_SOURCES
-    row, _created = ClientAddress.objects.select_for_update().get_or_create(
-        client=client,
-        address=address.strip().lower(),
-        # A new address from a trusted source is made trusted (one INSERT).
-        defaults={
-            "source": source,
-            "confirmed_at": timezone.now() if trusted else None,
-            "confirmed_by": agent if trusted else None,
-        },
-    )
+    found = {"client": client, "address": address.strip().lower()}
+    # A new address from a trusted source is made trusted (one INSERT).
+    made = {
+        "source": source,
+        "confirmed_at": timezone.now() if trusted else None,
+        "confirmed_by": agent if trusted else None,
+    }
+    if new_client:
+        row = ClientAddress.objects.create(**found, **made)
+    else:
+        row, _created = ClientAddress.objects.select_for_update().get_or_create(
+            **found, defaults=made
+        )
     if row.trusted:
         return row
     if trusted:

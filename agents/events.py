@@ -177,11 +177,16 @@ class MessagePosted(Event):
 
 @dataclass(frozen=True)
 class MessageDeliveryChanged(Event):
-    """An outbound message's delivery state changed (sending, delivered, failed)."""
+    """An outbound message's delivery state changed (sending, delivered, failed).
+
+    ``message``: the row, with its chat, when the change follows its posting
+    in the same transaction (subscribers read neither again); else None.
+    """
 
     chat_id: int
     message_id: int
     status: str
+    message: Message | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,9 @@ def admit_in_redis(*, key: str, limit: int, window: float) -> bool:
 
 
 def admit_in_database(*, key: str, limit: int, window: float) -> bool:
-    with transaction.atomic():
+    # Its own transaction when called alone (the inbound edge's case); inside
+    # a caller's, part of it: no savepoint, as nothing here is caught to go on.
+    with transaction.atomic(savepoint=False):
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [KEY_PREFIX + key])

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from functools import cache
 from importlib import import_module
 from typing import Any
 
@@ -56,7 +57,11 @@ def hash_key(session_key: str) -> str:
 def _fernet() -> MultiFernet:
     """Seals with ``SECRET_KEY``; opens with it or a ``SECRET_KEY_FALLBACKS``
     key, so a rotation keeps the list working while old sessions hold."""
-    secrets = [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+    return _fernet_of(settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS)
+
+
+@cache  # derived once per process and set of keys, not on every sign-in and sign-out
+def _fernet_of(*secrets: str) -> MultiFernet:
     keys = [
         salted_hmac("agents.sessions.sealed_key", "", secret=secret, algorithm="sha256").digest()
         for secret in secrets

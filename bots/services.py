@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from agents import audit, idempotency
@@ -259,6 +260,8 @@ def _hand_over(chat: Chat, *, note: str) -> Chat:
 
 
 def _answered(chat: Chat) -> None:
+    if getattr(chat, "bot_answer_due", True) is False:
+        return  # read under the chat's lock: nothing waits (B2's next messages)
     BotEvent.objects.filter(
         chat=chat, kind=BotEvent.Kind.CLIENT_MESSAGE, answered_at__isnull=True
     ).update(answered_at=timezone.now())
@@ -380,9 +383,15 @@ def _attachment_and_locked_chat(
     if not attachments[0].provider.is_active:
         raise BotSwitchedOff("the bot provider is switched off")
     by_channel = {attachment.channel_id: attachment for attachment in attachments}
+    # Whether a client message waits for the bot's answer is read with the
+    # chat: a client message takes the chat's lock too, so it holds.
+    waiting = BotEvent.objects.filter(
+        chat=OuterRef("pk"), kind=BotEvent.Kind.CLIENT_MESSAGE, answered_at__isnull=True
+    )
     chat = (
         Chat.objects.select_for_update(of=("self",))
         .select_related("channel", "client")
+        .annotate(bot_answer_due=Exists(waiting))
         .filter(pk=request.chat_id, channel_id__in=by_channel)
         .first()
     )
@@ -407,7 +416,9 @@ def _refuse_unless_with_bot(chat: Chat) -> None:
 def _post_bot_message(attachment: BotAttachment, chat: Chat, content: Content) -> None:
     _refuse_unless_with_bot(chat)
     _answered(chat)
-    chats.post_bot_message(chat=chat, content=content, sender_name=attachment.provider.shown_name)
+    chats.post_bot_message(
+        chat=chat, content=content, sender_name=attachment.provider.shown_name, chat_locked=True
+    )
 
 
 def _invite_agent(attachment: BotAttachment, chat: Chat) -> None:

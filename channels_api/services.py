@@ -174,14 +174,14 @@ def receive_user_message(
         _set_typing(chat_api, message)
         return None
     # The integrator signs in to send: the address it gives for its user is trusted.
-    client = chats.get_or_create_client(
+    client, new = chats.find_or_create_client(
         channel=chat_api.channel,
         external_id=message.sender_id,
         contact=message.contact,
         address_source=ClientAddress.Source.INTEGRATOR,
         lock=True,  # the row the posting verb would lock next: read once
     )
-    if chat_api.unique_message_ids:
+    if chat_api.unique_message_ids and not new:  # a new client sent nothing before
         # The core checks for an earlier message with this id under the client's lock.
         once = chats.post_client_message_once(
             client=client,
@@ -199,6 +199,7 @@ def receive_user_message(
             content=message.content,
             external_id=message.message_id,
             client_locked=True,
+            new_client=new,
         )
     logger.info(
         "chat_api.user_message channel=%s chat=%s message=%s message_id=%s",
@@ -218,7 +219,7 @@ def _set_typing(chat_api: ChatApiChannel, message: UserMessage) -> None:
 # --- A3: agent and bot messages, agent typing out ---------------------------
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # on the path of each agent and bot message
 def send_message(*, chat_api: ChatApiChannel, message: Message) -> Delivery | None:
     """A3: enqueue an agent or bot message for the integrator, linked to it.
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from agents import events
 from agents import services as chats
-from agents.models import Agent, Chat, Message
+from agents.models import Agent, Channel, Chat, Message
 from channels_api import selectors, services
 from channels_api.models import MessageDelivery
 from delivery import handlers
@@ -43,9 +43,12 @@ def on_message_posted(event: events.MessagePosted) -> None:
     """An agent's or the bot's message goes out to the integrator (A3)."""
     if event.author not in (Message.Author.AGENT, Message.Author.BOT):
         return
+    chat = event.message.chat
+    if Chat.channel.is_cached(chat) and chat.channel.kind != Channel.Kind.CHAT_API:
+        return  # another kind's chat, known without a query
     chat_api = selectors.chat_api_of_chat(chat_id=event.chat_id)
-    if chat_api is not None:
-        services.send_message(chat_api=chat_api, message=_message(event.message_id))
+    if chat_api is not None:  # the event's message, as stored: not read again
+        services.send_message(chat_api=chat_api, message=event.message)
 
 
 def on_retry_requested(event: events.MessageRetryRequested) -> None:

@@ -201,7 +201,9 @@ def enqueue(
     if not purpose:
         raise ValueError("a delivery needs a purpose")
     now = timezone.now()
-    with transaction.atomic():
+    # The caller's transaction when there is one (no savepoint: nothing here
+    # is caught to carry on); alone, its own.
+    with transaction.atomic(savepoint=False):
         delivery = Delivery.objects.create(
             endpoint=endpoint,
             webhook_id=signing.new_webhook_id(),

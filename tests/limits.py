@@ -19,9 +19,9 @@ def forget_rate(key: str) -> None:
 
 def rate_limit_statements(admits: int = 1) -> int:
     """The statements ``admits`` rate-limit checks add to a request's count:
-    none with Redis; with the hits as rows (the embedded default), each runs
-    in a savepoint: delete the old hits, count, insert (and on PostgreSQL an
-    advisory lock first)."""
+    none with Redis; with the hits as rows (the embedded default), each
+    deletes the old hits, counts and inserts (on PostgreSQL after an
+    advisory lock), in its own transaction, which no savepoint stands for."""
     if ratelimit.redis_url():
         return 0
-    return admits * (6 if connection.vendor == "postgresql" else 5)
+    return admits * (4 if connection.vendor == "postgresql" else 3)

@@ -75,7 +75,7 @@ def _detour(request: HttpRequest) -> str | None:
         view = resolve(request.path_info).view_name
     except Resolver404:
         return None
-    if second_factor.has_second_factor(agent=user):
+    if _has_second_factor(request, user):
         if view in _SIGNING_IN:
             return None
         back = {"next": request.get_full_path()} if request.method == "GET" else {}
@@ -83,6 +83,22 @@ def _detour(request: HttpRequest) -> str | None:
     if second_factor.must_have_second_factor(agent=user) and view not in _SETTING_UP:
         return reverse("agent:second-factor")
     return None
+
+
+# A session whose agent has no second factor keeps that answer (the agent's
+# id), so its pages do not ask the database again: every change of an agent's
+# second factor signs out the agent's other sessions
+# (agents.second_factor._changed), and the session that made one is verified.
+NO_SECOND_FACTOR = "agent-no-second-factor"
+
+
+def _has_second_factor(request: HttpRequest, agent: Agent) -> bool:
+    if request.session.get(NO_SECOND_FACTOR) == agent.pk:
+        return False
+    has = second_factor.has_second_factor(agent=agent)
+    if not has:
+        request.session[NO_SECOND_FACTOR] = agent.pk
+    return has
 
 
 def _verified(request: HttpRequest) -> bool:

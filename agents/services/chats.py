@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_lazy, ngettext_lazy
 
-from agents import audit, events, languages, routing, selectors
+from agents import audit, events, languages, live, routing, selectors
 from agents.content import Content
 from agents.hours import STANDARD_AWAY_MESSAGE
 from agents.models import (
@@ -38,15 +38,20 @@ def open_chat(
     """Open a chat for ``client``, with the bot (BOT) or straight in the queue."""
     if _open_chat_of(client) is not None:
         raise InvalidState("the client already has an open chat")
-    return _open(client, state, department)
+    return _announce(_insert_chat(client, state, department))
 
 
-def _open(client: Client, state: str, department: Department | None) -> Chat:
-    """The new chat (the one-open-chat constraint refuses a second)."""
+def _insert_chat(
+    client: Client, state: str, department: Department | None, *, at: datetime | None = None,
+    **row: Any,
+) -> Chat:  # fmt: skip
+    """The new chat's row (the one-open-chat constraint refuses a second),
+    made ``at`` (now by default); ``row``: more of its fields, known before
+    the INSERT."""
     if state not in (Chat.State.BOT, Chat.State.QUEUED):
         raise InvalidState(f"a chat opens in state bot or queued, not {state}")
-    now = timezone.now()
-    chat = Chat.objects.create(
+    now = at or timezone.now()
+    return Chat.objects.create(
         channel=client.channel,
         client=client,
         state=state,
@@ -54,23 +59,36 @@ def _open(client: Client, state: str, department: Department | None) -> Chat:
         created=now,
         queued_at=now if state == Chat.State.QUEUED else None,
         queue_entered_at=now if state == Chat.State.QUEUED else None,
+        **row,
     )
-    events.publish(events.ChatOpened(chat_id=chat.pk, state=state, chat=chat))
+
+
+def _announce(chat: Chat) -> Chat:
+    """Tell of a chat just opened, and offer it."""
+    events.publish(events.ChatOpened(chat_id=chat.pk, state=chat.state, chat=chat))
     offer_chat(chat)
     return chat
 
 
-def _open_or_join(client: Client, state: str, department: Department | None = None) -> Chat:
-    """Open the client's chat; when a concurrent first message opened it just
-    now (the partial unique constraint says so), join that one."""
+def _open_or_join(
+    client: Client, state: str, department: Department | None, *, raced: bool, **row: Any
+) -> tuple[Chat, bool]:
+    """Open the client's chat (and whether it was opened here). With
+    ``raced``, a concurrent first message may have opened it just now (the
+    partial unique constraint says so): then join that one. Only the INSERT
+    is in the savepoint, so nothing it would roll back was told (the live
+    events of a ``batched`` block are written at its end)."""
+    if not raced:
+        return _announce(_insert_chat(client, state, department, **row)), True
     try:
         with transaction.atomic():
-            return _open(client, state, department)
+            chat = _insert_chat(client, state, department, **row)
     except IntegrityError:
-        chat = _open_chat_of(client)
-        if chat is None:
+        joined = _open_chat_of(client, lock=True)
+        if joined is None:
             raise
-        return chat
+        return joined, False
+    return _announce(chat), True
 
 
 @transaction.atomic(savepoint=False)  # the inbound path's verb: no savepoint of its own
@@ -83,6 +101,7 @@ def post_client_message(
     department: Department | None = None,
     client_locked: bool = False,
     language: str = "",
+    new_client: bool = False,
 ) -> Message:
     """Store a client's message, opening a chat when the client has none open.
 
@@ -90,13 +109,15 @@ def post_client_message(
     else in the queue; ``open_state`` overrides that. ``department`` is the
     one the client chose, for a chat it opens. ``client_locked``: ``client``
     was read under its lock in this transaction (``get_or_create_client(lock=True)``).
-    ``language``: the one the client's widget speaks (``record_language``),
-    kept before the away message is said in it.
+    ``new_client``: ``client`` was made in this transaction (locked, no chat
+    yet: nothing to read). ``language``: the one the client's widget speaks
+    (``record_language``), kept before the away message is said in it.
     """
-    blacklisted_at = _client_lock(client, client_locked)
+    blacklisted_at = None if new_client else _client_lock(client, client_locked)
     return _post_client_message(
-        client, blacklisted_at, content, external_id, open_state, department, language
-    )
+        client, blacklisted_at, content, external_id, open_state, department, language,
+        new_client=new_client,
+    )  # fmt: skip
 
 
 @transaction.atomic(savepoint=False)
@@ -133,41 +154,62 @@ def _post_client_message(
     open_state: str | None,
     department: Department | None,
     language: str = "",
+    *,
+    new_client: bool = False,
 ) -> Message:
-    """The client's message, its client locked (``blacklisted_at`` read under the lock)."""
+    """The client's message, its client locked (``blacklisted_at`` read under
+    the lock). Each row is written once with all that is known: a chat it
+    opens is inserted with the message's facts and language, a chat it
+    joins is updated once, and the live events go in one INSERT."""
     if blacklisted_at is not None:
         client.blacklisted_at = blacklisted_at
         return _keep_blacklisted_message(client, content, external_id)
-    chat = _open_chat_of(client, lock=True)
-    if chat is None:
-        if open_state is None:
-            opens_with_bot = routing.opens_with_bot(client.channel)
-            open_state = Chat.State.BOT if opens_with_bot else Chat.State.QUEUED
-        chat = _open_or_join(client, open_state, department)
-    if language:
-        record_language(chat=chat, language=language)
-    message = Message.objects.create(
-        chat=chat,
-        author=Message.Author.CLIENT,
-        type=content.type,
-        text=content.text,
-        payload=content.payload,
-        external_id=external_id,
-    )
-    Chat.objects.filter(pk=chat.pk).update(
-        client_typing_until=None,
-        last_message_at=message.created,
-        shown_messages=F("shown_messages") + 1,
-    )
+    now = timezone.now()  # under the client's lock: the client's messages keep their order
+    with live.batched():
+        chat = None if new_client else _open_chat_of(client, lock=True)
+        opened = False
+        if chat is None:
+            if open_state is None:
+                opens_with_bot = routing.opens_with_bot(client.channel)
+                open_state = Chat.State.BOT if opens_with_bot else Chat.State.QUEUED
+            # Opened by this message: made at its time, with its facts.
+            facts = {"at": now, "last_message_at": now, "shown_messages": 1, "language": language}
+            chat, opened = _open_or_join(
+                client, open_state, department, raced=not new_client, **facts
+            )
+        message = Message.objects.create(
+            chat=chat,
+            author=Message.Author.CLIENT,
+            type=content.type,
+            text=content.text,
+            payload=content.payload,
+            external_id=external_id,
+            created=now,
+        )
+        if not opened:
+            _joined_by(chat, message, language)
+        events.publish(
+            events.MessagePosted(
+                chat_id=chat.pk, message_id=message.pk, author=message.author, message=message
+            )
+        )
+        _away_message(chat, client.channel)
+    return message
+
+
+def _joined_by(chat: Chat, message: Message, language: str) -> None:
+    """A client's message in an open chat: its facts (and the widget's
+    language, when the chat has none yet) in one UPDATE."""
+    facts: dict[str, Any] = {
+        "client_typing_until": None,
+        "last_message_at": message.created,
+        "shown_messages": F("shown_messages") + 1,
+    }
+    if language and not chat.language:
+        facts["language"] = chat.language = language
+    Chat.objects.filter(pk=chat.pk).update(**facts)
     chat.client_typing_until, chat.last_message_at = None, message.created
     chat.shown_messages += 1
-    events.publish(
-        events.MessagePosted(
-            chat_id=chat.pk, message_id=message.pk, author=message.author, message=message
-        )
-    )
-    _away_message(chat, client.channel)
-    return message
 
 
 def _away_message(chat: Chat, channel: Channel) -> None:
@@ -293,9 +335,14 @@ def _post(
     )
     Chat.objects.filter(pk=chat.pk).update(**_facts_of(chat, message))
     chat.last_message_at = message.created
-    events.publish(
-        events.MessagePosted(chat_id=chat.pk, message_id=message.pk, author=author, message=message)
-    )
+    # One INSERT for the live events of the message and of what its
+    # subscribers do (an A3 delivery's "sending").
+    with live.batched():
+        events.publish(
+            events.MessagePosted(
+                chat_id=chat.pk, message_id=message.pk, author=author, message=message
+            )
+        )
     return message
 
 
@@ -514,10 +561,13 @@ def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
     return chat
 
 
-@transaction.atomic
-def post_bot_message(*, chat: Chat, content: Content, sender_name: str = "") -> Message:
-    """A bot's answer; ``sender_name`` is the name the client and agents see."""
-    chat = _lock(chat)
+@transaction.atomic(savepoint=False)  # B2's verb: in its transaction, no savepoint of its own
+def post_bot_message(
+    *, chat: Chat, content: Content, sender_name: str = "", chat_locked: bool = False
+) -> Message:
+    """A bot's answer; ``sender_name`` is the name the client and agents see.
+    ``chat_locked``: ``chat`` was read under its lock in this transaction."""
+    chat = chat if chat_locked else _lock(chat)
     if chat.state != Chat.State.BOT:
         raise InvalidState(f"the chat is {chat.state}: only a chat with the bot takes its messages")
     return _post(chat, Message.Author.BOT, content, sender_name=sender_name)
@@ -694,7 +744,7 @@ def retry_message(*, message: Message, agent: Agent) -> Message:
     return message
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # on the path of each agent and bot message
 def mark_message_delivery(*, message: Message, status: str, error: str = "") -> Message:
     """Record an outbound message's delivery state (set by the integration apps)."""
     if status not in Message.Delivery.values:
@@ -702,7 +752,10 @@ def mark_message_delivery(*, message: Message, status: str, error: str = "") -> 
     Message.objects.filter(pk=message.pk).update(delivery_status=status, delivery_error=error)
     message.delivery_status = status
     message.delivery_error = error
+    carried = message if Message.chat.is_cached(message) else None
     events.publish(
-        events.MessageDeliveryChanged(chat_id=message.chat_id, message_id=message.pk, status=status)
+        events.MessageDeliveryChanged(
+            chat_id=message.chat_id, message_id=message.pk, status=status, message=carried
+        )
     )
     return message

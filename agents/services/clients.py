@@ -4,9 +4,9 @@ the e-mail address an agent confirms."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext_lazy
 
 from agents import addresses, events
@@ -28,15 +28,66 @@ ADDRESS_SOURCES = {
 def _next_visitor_number() -> int:
     """The next installation-wide visitor number: 1, 2, 3… with no gaps.
 
-    The UPDATE holds the counter row's lock until the caller's transaction
-    ends, so concurrent new clients take consecutive numbers, and a rolled
-    back client gives its number back.
+    One UPDATE … RETURNING (PostgreSQL, SQLite 3.35+) holds the counter
+    row's lock until the caller's transaction ends, so concurrent new
+    clients take consecutive numbers, and a rolled back client gives its
+    number back.
     """
-    if not Counter.objects.filter(name=VISITOR_COUNTER).update(value=F("value") + 1):
-        # Made by a migration; re-made here after a database flush.
+    quote = connection.ops.quote_name
+    table, value, name = quote(Counter._meta.db_table), quote("value"), quote("name")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {value} = {value} + 1 WHERE {name} = %s RETURNING {value}",  # noqa: S608 - names of the model, the counter's a parameter
+            [VISITOR_COUNTER],
+        )
+        taken = cursor.fetchone()
+    if taken is None:  # made by a migration; re-made here after a database flush
         Counter.objects.get_or_create(name=VISITOR_COUNTER)
-        Counter.objects.filter(name=VISITOR_COUNTER).update(value=F("value") + 1)
-    return Counter.objects.get(name=VISITOR_COUNTER).value
+        return _next_visitor_number()
+    return int(taken[0])
+
+
+@transaction.atomic(savepoint=False)
+def create_client(
+    *,
+    channel: Channel,
+    external_id: str | int,
+    contact: Mapping[str, str] | None = None,
+    address_source: str = "",
+    **row: Any,
+) -> Client:
+    """A new client of ``channel`` with the next visitor number, its contact
+    details (as ``update_client_contact`` would set them) and ``row``'s
+    fields in its one INSERT. ``external_id`` is new to the channel (a
+    random one, or looked for first by ``get_or_create_client``)."""
+    given = {
+        field: value
+        for field, value in (contact or {}).items()
+        if field in CONTACT_FIELDS and value
+    }
+    client = Client.objects.create(
+        channel=channel,
+        external_id=str(external_id),
+        external_id_raw=external_id,
+        visitor_number=_next_visitor_number(),
+        **given,
+        **row,
+    )
+    email = (contact or {}).get("email", "")
+    if addresses.is_mailable(email):
+        addresses.record_address(
+            client=client,
+            address=email,
+            source=address_source or ClientAddress.Source.VISITOR,
+            new_client=True,
+        )
+    if given:  # as update_client_contact tells it; a new client has no chat yet
+        events.publish(
+            events.ClientUpdated(
+                client_id=client.pk, chat_id=None, fields=tuple(given), source="client"
+            )
+        )
+    return client
 
 
 # One transaction with the caller's, no savepoint of its own: the inbound
@@ -58,30 +109,50 @@ def get_or_create_client(
     a verb that would lock it next (``post_client_message(client_locked=True)``):
     the row is read once.
     """
+    return find_or_create_client(
+        channel=channel,
+        external_id=external_id,
+        contact=contact,
+        address_source=address_source,
+        lock=lock,
+    )[0]
+
+
+@transaction.atomic(savepoint=False)
+def find_or_create_client(
+    *,
+    channel: Channel,
+    external_id: str | int,
+    contact: Mapping[str, str] | None = None,
+    address_source: str = "",
+    lock: bool = False,
+) -> tuple[Client, bool]:
+    """``get_or_create_client``, and whether the client was made now: then
+    its INSERT locks it and it has no chat (``post_client_message(new_client=True)``).
+    In the caller's transaction, which it needs."""
     clients = Client.objects.select_for_update() if lock else Client.objects
     client = clients.filter(channel=channel, external_id=str(external_id)).first()
-    created = False
     if client is None:
         try:
             # The visitor number is taken inside the savepoint, so a lost race
             # for the same client gives it back.
             with transaction.atomic():
-                client = Client.objects.create(
+                client = create_client(
                     channel=channel,
-                    external_id=str(external_id),
-                    external_id_raw=external_id,
-                    visitor_number=_next_visitor_number(),
+                    external_id=external_id,
+                    contact=contact,
+                    address_source=address_source,
                 )
-            created = True
+            return client, True
         except IntegrityError:  # made by a concurrent request meanwhile
             client = clients.get(channel=channel, external_id=str(external_id))
-    if not created and client.external_id_raw != external_id:
+    if client.external_id_raw != external_id:
         Client.objects.filter(pk=client.pk).update(external_id_raw=external_id)
         client.external_id_raw = external_id
     client.channel = channel  # found by it: the posting verbs read it without a query
     if contact:
         update_client_contact(client=client, contact=contact, address_source=address_source)
-    return client
+    return client, False
 
 
 @transaction.atomic(savepoint=False)  # on the inbound path: in the caller's transaction

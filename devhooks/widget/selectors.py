@@ -4,7 +4,7 @@ what a returning browser shows (docs/widget.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
 
@@ -15,7 +15,7 @@ from agents.models import Chat, Client
 from agents.streams import newest_event_id
 from devhooks.models import DEFAULT_WIDGET_TITLE, WidgetChannel
 from devhooks.widget import languages
-from devhooks.widget.tokens import client_for_visitor_token
+from devhooks.widget.tokens import client_for_visitor_token, looks_like_visitor_token
 
 HISTORY = 200  # messages a returning visitor sees
 QUEUE_REFRESH_MAX = 60  # seconds: the longest a waiting widget goes without asking its place
@@ -68,11 +68,17 @@ def config_of(widget: WidgetChannel, client: Client | None = None) -> dict[str, 
     }
 
 
-def visitor_for(widget: WidgetChannel, token: Any) -> Client | None:
-    """The visitor of this widget whose browser holds ``token``, or None."""
+def could_be_visitor_token(token: Any) -> TypeGuard[str]:
+    """Whether ``token`` has a visitor token's shape (which ``visitor_for`` looks up)."""
+    return isinstance(token, str) and looks_like_visitor_token(token)
+
+
+def visitor_for(widget: WidgetChannel, token: Any, *, lock: bool = False) -> Client | None:
+    """The visitor of this widget whose browser holds ``token``, or None;
+    with ``lock`` read under its row's lock (in the caller's transaction)."""
     if not isinstance(token, str):
         return None
-    client = client_for_visitor_token(token)
+    client = client_for_visitor_token(token, lock=lock)
     if client is None or client.channel_id != widget.channel_id:
         return None
     return client

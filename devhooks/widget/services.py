@@ -31,7 +31,7 @@ from devhooks.visitor_data import UTM_FIELDS, clean_custom_data
 from devhooks.widget import geoip
 from devhooks.widget.languages import DEFAULT_LANGUAGE, WIDGET_LANGUAGES
 from devhooks.widget.selectors import current_chat
-from devhooks.widget.tokens import issue_visitor_token
+from devhooks.widget.tokens import new_visitor_token
 
 logger = logging.getLogger(__name__)
 
@@ -164,15 +164,18 @@ def utm_of(url: str) -> dict[str, Any]:
     return {"utm": utm, "utm_json": {field: found.get(field, "") for field in UTM_FIELDS}}
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # in the action's transaction
 def new_visitor(widget: WidgetChannel, session: Mapping[str, Any]) -> tuple[Client, str]:
-    """A new visitor (with the next visitor number) and its browser's token."""
-    client = chats.get_or_create_client(
-        channel=widget.channel, external_id=f"w-{secrets.token_urlsafe(12)}"
+    """A new visitor (with the next visitor number) and its browser's token,
+    in one INSERT (a random id is no one's yet: nothing to look for)."""
+    token, stored = new_visitor_token()
+    client = chats.create_client(
+        channel=widget.channel,
+        external_id=f"w-{secrets.token_urlsafe(12)}",
+        visitor_data=dict(session),
+        visitor_key_hash=stored,
     )
-    client.visitor_data = dict(session)
-    client.save(update_fields=["visitor_data"])
-    return client, issue_visitor_token(client=client)
+    return client, token
 
 
 @transaction.atomic
@@ -265,7 +268,7 @@ def _consent_asked(widget: WidgetChannel, client: Client, accepted: int | None) 
     return True
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # in the action's transaction: no savepoint of its own
 def send_message(
     widget: WidgetChannel,
     client: Client,
@@ -275,6 +278,8 @@ def send_message(
     invitation: str = "",
     consent_version: int | None = None,
     language: str = "",
+    client_locked: bool = False,
+    new_client: bool = False,
 ) -> Message:
     """The visitor's message; the first one opens a chat (with the bot when the
     channel has one). An invitation the visitor answers is kept for agents;
@@ -282,7 +287,8 @@ def send_message(
     the widget spoke (``language``, blank: unknown) with the chat.
 
     A department the widget does not offer (any more) opens the chat without
-    one rather than keeping the visitor from writing.
+    one rather than keeping the visitor from writing. ``client_locked`` and
+    ``new_client`` as ``post_client_message`` takes them.
     """
     department = None
     if department_id is not None:
@@ -294,7 +300,12 @@ def send_message(
     if invitation:
         chats.update_client_contact(client=client, contact={"invite_text": invitation})
     message = chats.post_client_message(
-        client=client, content=Content("text", text, {}), department=department, language=language
+        client=client,
+        content=Content("text", text, {}),
+        department=department,
+        language=language,
+        client_locked=client_locked,
+        new_client=new_client,
     )
     if consented:
         chats.record_consent(chat=message.chat, version=widget.consent_version)

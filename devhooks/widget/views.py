@@ -32,6 +32,7 @@ from devhooks.models import WidgetChannel
 from devhooks.widget import languages, selectors, serializers
 from devhooks.widget import services as widgets
 from devhooks.widget.services import WidgetError
+from devhooks.widget.tokens import visitor_rate_key
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ def _visitor(visit: Visit) -> dict[str, Any]:
 
 def _message(visit: Visit) -> dict[str, Any]:
     data = visit.data
+    known = visit.visitor is not None  # read under its lock (LOCKING_ACTIONS)
     message = widgets.send_message(
         visit.widget,
         visit.client(),
@@ -181,6 +183,8 @@ def _message(visit: Visit) -> dict[str, Any]:
         invitation=data["invitation"],
         consent_version=data["consent_version"],
         language=data["language"],
+        client_locked=known,
+        new_client=not known,
     )
     return {
         "message_id": message.pk,
@@ -245,6 +249,10 @@ def _offline(visit: Visit) -> dict[str, Any]:
     return {}
 
 
+# The actions whose verb locks the visitor's row next (a message, as every
+# client message does): it is read under its lock, once.
+LOCKING_ACTIONS = frozenset({"message"})
+
 # Each action: the serializer that reads its body, and what it does and answers.
 ACTIONS: dict[str, tuple[type[serializers.VisitIn], Answer]] = {
     "session": (serializers.VisitIn, _session),
@@ -292,10 +300,12 @@ def _visitor_action(request: HttpRequest, widget_id: str, action: str) -> HttpRe
         window=settings.WIDGET_RATE_WINDOW,
         message=TOO_MANY,
     )
-    visitor = selectors.visitor_for(widget, body.get("token"))
-    if visitor is not None:
+    token = body.get("token")
+    if selectors.could_be_visitor_token(token):
+        # Counted by the token, before the visitor is read: a visitor is
+        # read once, in the action's transaction (under its lock for a message).
         inbound.throttle(
-            key=f"widget:{visitor.pk}",
+            key=f"widget:{visitor_rate_key(token)}",
             limit=settings.WIDGET_RATE_LIMIT,
             window=settings.WIDGET_RATE_WINDOW,
             message=TOO_MANY,
@@ -304,9 +314,10 @@ def _visitor_action(request: HttpRequest, widget_id: str, action: str) -> HttpRe
     read = reader(data=body)
     if not read.is_valid():
         inbound.refuse(400, read.refusal())
-    visit = Visit(request, widget, visitor, read)
     try:
         with transaction.atomic():
+            visitor = selectors.visitor_for(widget, token, lock=action in LOCKING_ACTIONS)
+            visit = Visit(request, widget, visitor, read)
             answer = answer_for(visit)
     except WidgetError as error:  # rolled back: a visitor made for it too
         inbound.refuse(400, error.message, error.code)

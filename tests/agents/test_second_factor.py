@@ -19,7 +19,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.conf import settings as conf
 from django.core.management import CommandError, call_command, execute_from_command_line
+from django.db import connection
 from django.test import Client as Browser
+from django.test.utils import CaptureQueriesContext
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -196,6 +198,27 @@ def test_a_code_is_not_taken_twice_and_an_agent_without_a_second_factor_skips_th
     bobs = password_step(bob)
     assert bobs.get("/agent/").status_code == 200
     assert landing(bobs.get(CODE_PAGE)) == "/agent/"
+
+
+def test_a_session_without_a_second_factor_asks_for_one_once_and_again_after_enrolment() -> None:
+    """The middleware keeps "no second factor" in the session (issue 28): the
+    first page asks, the next ones do not; the agent's set-up elsewhere signs
+    this session out, so the kept answer is never a stale one."""
+    bob = AgentFactory.create()
+    browser = password_step(bob)
+    asked = TOTPDevice._meta.db_table
+
+    def asks_for_devices(path: str) -> bool:
+        with CaptureQueriesContext(connection) as queries:
+            assert browser.get(path).status_code == 200
+        return any(asked in query["sql"] for query in queries.captured_queries)
+
+    assert asks_for_devices("/agent/")
+    assert not asks_for_devices("/agent/")
+
+    enrolled(bob)  # by the command: every session of bob's is signed out
+
+    assert landing(browser.get("/agent/")).startswith("/agent/login/")
 
 
 def test_a_recovery_code_signs_in_once() -> None:
