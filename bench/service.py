@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Self
 
 import requests
 
@@ -171,7 +172,7 @@ class Service:
             time.sleep(0.1)
         raise RuntimeError(f"{name} did not start:\n{log.read_text()[-3000:]}")
 
-    def __enter__(self) -> Service:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
