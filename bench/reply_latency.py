@@ -32,7 +32,7 @@ from bench.service import Service, backend, scenario_env
 
 NAME = "2 reply latency"
 CHATS = 10
-MARK = re.compile(rb'"(r\d+x)"')
+MARK = re.compile(rb'"(mark-\w+-\d+)"')  # the text of a measured request
 
 
 class Receiver(ThreadingHTTPServer):
@@ -101,7 +101,7 @@ def setup(receiver: Receiver) -> dict[str, Any]:
 
 
 def measure(
-    base: str, receiver: Receiver, world: dict[str, Any], replies: int
+    base: str, receiver: Receiver, world: dict[str, Any], replies: int, run: str
 ) -> tuple[list[float], list[float]]:
     """Seconds from each reply's POST to its A3's arrival; from each direct POST to its arrival."""
     agent = requests.Session()
@@ -110,13 +110,13 @@ def measure(
     through, straight = [], []
     for n in range(replies):
         chat = world["chats"][n % len(world["chats"])]
-        mark = f"r{n}x"
+        mark = f"mark-{run}-{n}"
         began = time.monotonic()
         answer = agent.post(f"{base}/api/agent/v1/chats/{chat}/messages",
                             json={"type": "text", "text": mark}, timeout=30)  # fmt: skip
         assert answer.status_code == 201, answer.text
         through.append(receiver.wait_for(mark) - began)
-        body = {"id": str(n), "type": "text", "text": f"r{n + replies}x", "chat_id": str(chat)}
+        body = {"id": str(n), "type": "text", "text": f"mark-{run}direct-{n}", "chat_id": str(chat)}
         mark = body["text"]
         began = time.monotonic()
         direct.post(receiver.url(), json=body, timeout=30)
@@ -137,8 +137,8 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
             say("starting the service")
             with Service(env, Path(var) / "logs", ("web", "worker", "delivery")) as service:
                 say(f"{replies} replies, each beside a direct POST")
-                measure(service.base, receiver, {**world, "chats": world["chats"][:1]}, 5)
-                through, straight = measure(service.base, receiver, world, replies)
+                measure(service.base, receiver, {**world, "chats": world["chats"][:1]}, 5, "warm")
+                through, straight = measure(service.base, receiver, world, replies, "bench")
     finally:
         receiver.shutdown()
     ms = 1000
