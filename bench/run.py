@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -174,6 +175,8 @@ def main() -> None:
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        # Stopped from outside: stop the service it started too (Service.stop).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         rows = importlib.import_module(f"bench.{args.child}").scenario(quick=args.quick)
         Path(args.out).write_text(json.dumps(rows))
         return
