@@ -101,13 +101,11 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# Every scenario of docs/performance.md in one run and one table (bench/run.py),
+# on PostgreSQL and Redis when DATABASE_URL and REDIS_URL are set.
+# BENCH_ARGS: --quick for a smoke run, --only <scenario> for one.
 bench: $(STAMP)
-	$(PY) bench/chat_api_inbound.py
-	$(PY) bench/bot_api_inbound.py
-	$(PY) bench/delivery_isolation.py
-	$(PY) bench/live_streams.py
-	$(PY) bench/routing.py
-	$(PY) bench/reports.py
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf var/test var/broker var/cache

@@ -44,6 +44,31 @@ def manage(env: dict[str, str], *args: str) -> str:
     ).stdout
 
 
+def hammer(
+    base: str, path: str, body: Callable[[int], dict[str, Any]] | None, requests_: int,
+    clients: int,
+) -> tuple[list[int], list[float], float]:  # fmt: skip
+    """``requests_`` requests to ``base + path`` from ``clients`` threads (each
+    its own keep-alive connection): POST ``body(i)``, or GET when ``body`` is
+    None. The status codes, each request's seconds, and the seconds in all."""
+    session = requests.Session()
+    session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=clients))
+
+    def send(i: int) -> tuple[int, float]:
+        began = time.perf_counter()
+        if body is None:
+            answer = session.get(f"{base}{path}", timeout=30)
+        else:
+            answer = session.post(f"{base}{path}", json=body(i), timeout=30)
+        return answer.status_code, time.perf_counter() - began
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        done = list(pool.map(send, range(requests_)))
+    elapsed = time.perf_counter() - started
+    return [code for code, _ in done], [took for _, took in done], elapsed
+
+
 def post_many(
     env: dict[str, str], path: str, body: Callable[[int], dict[str, Any]], messages: int,
     clients: int,
@@ -65,16 +90,8 @@ def post_many(
                 break
             except requests.RequestException:
                 time.sleep(0.1)
-        session = requests.Session()
-        session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=clients))
-
-        def post(i: int) -> int:
-            return session.post(f"{base}{path}", json=body(i), timeout=30).status_code
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(clients) as pool:
-            codes = list(pool.map(post, range(messages)))
-        return codes, time.perf_counter() - started
+        codes, _, elapsed = hammer(base, path, body, messages, clients)
+        return codes, elapsed
     finally:
         server.terminate()
         server.wait(10)

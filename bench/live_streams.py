@@ -27,8 +27,8 @@ import asyncio
 import json
 import os
 import random
+import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,11 +42,10 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.chat_api_inbound import PY, free_port, manage  # noqa: E402
+from bench.chat_api_inbound import manage  # noqa: E402
+from bench.service import Service  # noqa: E402
 
 CHANNELS = 5
-TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def seed(visitors: int, agents: int) -> dict[str, Any]:
@@ -55,16 +54,9 @@ def seed(visitors: int, agents: int) -> dict[str, Any]:
     import django
 
     django.setup()
-    from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.sessions.backends.db import SessionStore
-
-    from agents import services as chats
-    from agents.content import Content
-    from agents.models import Agent
+    from agents.models import Agent, ApiToken, Client
     from agents.tokens import issue_token
     from channels_api.services import create_chat_api_channel
-    from devhooks.widget.tokens import issue_visitor_token
 
     world: dict[str, Any] = {"channels": [], "agents": [], "visitors": []}
     for c in range(CHANNELS):
@@ -79,74 +71,52 @@ def seed(visitors: int, agents: int) -> dict[str, Any]:
         )
         world["channels"].append("/" + channel.endpoint_url.split("/", 3)[3])
         for agent in people:
-            session = SessionStore()
-            session[SESSION_KEY] = str(agent.pk)
-            session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
-            session[HASH_SESSION_KEY] = agent.get_session_auth_hash()
-            session.create()
             world["agents"].append(
-                {"channel": c, "token": issue_token(agent=agent), "session": session.session_key}
+                {"channel": c, "token": issue_token(agent=agent), "session": signed_in(agent)}
             )
-        for v in range(visitors // CHANNELS):
-            client = chats.get_or_create_client(
-                channel=channel.channel, external_id=f"v{os.getpid()}-{c}-{v}"
+        # Written in bulk (10,000 one by one take minutes): each client with the
+        # token of its visitor's browser; its chat opens with the first A2.
+        tokens = [secrets.token_urlsafe(24) for _ in range(visitors // CHANNELS)]
+        clients = Client.objects.bulk_create(
+            Client(
+                channel=channel.channel,
+                external_id=f"v{os.getpid()}-{c}-{v}",
+                external_id_raw=f"v{os.getpid()}-{c}-{v}",
+                visitor_number=10_000_000 * (c + 1) + v,
+                visitor_key_hash=ApiToken.hash_key(token),
             )
-            chats.post_client_message(client=client, content=Content("text", "hi", {}))
-            world["visitors"].append(
-                {
-                    "channel": c,
-                    "id": client.external_id,
-                    "token": issue_visitor_token(client=client),
-                }
-            )
+            for v, token in enumerate(tokens)
+        )
+        world["visitors"] += [
+            {"channel": c, "id": client.external_id, "token": token}
+            for client, token in zip(clients, tokens, strict=True)
+        ]
     return world
+
+
+def signed_in(agent: Any) -> str:
+    """The key of a new session of ``agent``, as the login page would make it."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session[SESSION_KEY] = str(agent.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
+    session[HASH_SESSION_KEY] = agent.get_session_auth_hash()
+    session.create()
+    return str(session.session_key)
 
 
 # --- the server and what it costs ----------------------------------------------
 
 
-class Server:
+class Server(Service):
+    """The web process as the Procfile starts it (2 uvicorn workers), alone:
+    streams and polls need no Celery worker."""
+
     def __init__(self, env: dict[str, str]) -> None:
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [PY, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.asgi:application",
-             "--workers", "2", "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"],
-            cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"}, stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        self.base = f"http://127.0.0.1:{self.port}"
-        for _ in range(200):
-            try:
-                requests.get(f"{self.base}/agent/login/", timeout=5)
-                return
-            except requests.RequestException:
-                time.sleep(0.1)
-        raise RuntimeError("the web process did not start")
-
-    def pids(self) -> list[int]:
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [self.process.pid, *map(int, children.read_text().split())]
-
-    def cpu_seconds(self) -> float:
-        total = 0
-        for pid in self.pids():
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        return total / TICKS
-
-    def rss_bytes(self) -> int:
-        return sum(
-            int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE for pid in self.pids()
-        )
-
-    def cpu_percent(self, seconds: float) -> float:
-        """The server's CPU over ``seconds`` of wall time, in % of one core."""
-        before = self.cpu_seconds()
-        time.sleep(seconds)
-        return 100 * (self.cpu_seconds() - before) / seconds
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
+        super().__init__(env, Path(env["VAR_DIR"]) / "logs", ("web",))
 
 
 # --- the clients -------------------------------------------------------------------
@@ -235,7 +205,12 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 
 
 async def streams_phase(
-    server: Server, world: dict[str, Any], rate: float, seconds: float
+    server: Server,
+    world: dict[str, Any],
+    rate: float,
+    seconds: float,
+    idle_for: float = 10,
+    connect_within: float = 120,
 ) -> dict[str, Any]:
     rss_before = server.rss_bytes()
     visitors = [Stream(f"visitor {i}", f"/visitor/{v['token']}/stream")
@@ -247,14 +222,22 @@ async def streams_phase(
         tasks.append(asyncio.create_task(read_stream(server.port, stream)))
         if len(tasks) % 100 == 0:
             await asyncio.sleep(0.05)  # no thundering herd of connects
-    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in visitors + agents)), 120)
+    # Those open within the time allowed are measured; the rest count as not open.
+    deadline = time.monotonic() + connect_within
+    while not all(s.connected.is_set() for s in visitors + agents):
+        if time.monotonic() > deadline or all(t.done() for t in tasks):
+            break
+        await asyncio.sleep(0.5)
     await asyncio.sleep(2)
-    opened = len(visitors) + len(agents)
-    per_stream = (server.rss_bytes() - rss_before) / opened
-    idle = await asyncio.to_thread(server.cpu_percent, 10)
+    opened = sum(s.connected.is_set() for s in visitors + agents)
+    per_stream = (server.rss_bytes() - rss_before) / max(1, opened)
+    idle = await asyncio.to_thread(server.cpu_percent, idle_for)
     posts, loaded = await post_under_watch(server, world, rate, seconds, settle=3)
     for task in tasks:
-        task.cancel()
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled() and task.exception() is not None:
+            task.exception()  # a stream refused or cut: counted as not open
 
     latencies, wrong = [], 0
     by_channel: dict[int, set[str]] = defaultdict(set)
@@ -263,10 +246,14 @@ async def streams_phase(
         by_visitor[index].add(text)
         by_channel[world["visitors"][index]["channel"]].add(text)
     for index, stream in enumerate(visitors):
+        if not stream.connected.is_set():
+            continue
         got = {text for text, _ in stream.texts if text.startswith("bench ")}
         wrong += got != by_visitor[index]
         latencies += [at - posts.sent[t][1] for t, at in stream.texts if t in posts.sent]
     for index, stream in enumerate(agents):
+        if not stream.connected.is_set():
+            continue
         got = {text for text, _ in stream.texts if text.startswith("bench ")}
         wrong += got != by_channel[world["agents"][index]["channel"]]
         latencies += [at - posts.sent[t][1] for t, at in stream.texts if t in posts.sent]
@@ -300,14 +287,14 @@ async def poll_agent(
 
 
 async def polling_phase(
-    server: Server, world: dict[str, Any], rate: float, seconds: float
+    server: Server, world: dict[str, Any], rate: float, seconds: float, idle_for: float = 10
 ) -> dict[str, Any]:
     stop = asyncio.Event()
     polls: list[list[tuple[float, float]]] = [[] for _ in world["agents"]]
     tasks = [asyncio.create_task(poll_agent(server.port, a["session"], polls[i], stop))
              for i, a in enumerate(world["agents"])]  # fmt: skip
     await asyncio.sleep(3)
-    idle = await asyncio.to_thread(server.cpu_percent, 10)
+    idle = await asyncio.to_thread(server.cpu_percent, idle_for)
     posts, loaded = await post_under_watch(server, world, rate, seconds, settle=2)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -323,6 +310,55 @@ async def polling_phase(
     return {"idle_cpu": idle, "load_cpu": loaded, "p50": p50, "p99": p99}
 
 
+def measure(
+    env: dict[str, str], visitors: int, agents: int, rate: float, seconds: float, idle_for: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Seed, then both phases, each on a web process of its own: (streams, polling)."""
+    env = {
+        **env, "CHAT_API_RATE_LIMIT_PER_SECOND": "0",
+        # Every visitor stream comes from this one machine's address.
+        "LIVE_STREAMS_PER_ADDRESS": str(visitors),
+    }  # fmt: skip
+    manage(env, "migrate", "--noinput")
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    world = seed(visitors, agents)
+    with Server(env) as server:
+        streams = asyncio.run(streams_phase(server, world, rate, seconds, idle_for))
+    with Server(env) as server:
+        polling = asyncio.run(polling_phase(server, world, rate, seconds, idle_for))
+    return streams, polling
+
+
+def scenario(quick: bool = False) -> list[dict[str, Any]]:
+    """Scenario 6 of `make bench` (bench/run.py): 10,000 visitor streams and
+    100 agent streams (quick: 500 and 20), beside the agents polling."""
+    from bench.run import row, say
+    from bench.service import backend, scenario_env
+
+    visitors, agents, seconds, idle_for = (500, 20, 10, 5) if quick else (10_000, 100, 20, 10)
+    rate = 20.0
+    name = "6 live streams"
+    with tempfile.TemporaryDirectory() as var:
+        env = scenario_env("live_streams", var)
+        say(f"{visitors} visitor and {agents} agent streams, then {agents} agents polling")
+        streams, polling = measure(env, visitors, agents, rate, seconds, idle_for)
+    ms = 1000
+    return [
+        row(name, f"streams open ({backend(env)})", streams["streams"], "",
+            f">= {visitors + agents}"),
+        row(name, "memory per open stream", streams["per_stream"] / 1024, "KiB", "<= 40"),
+        row(name, "web CPU, idle", streams["idle_cpu"], "% core", "<= 5",
+            reference=polling["idle_cpu"]),
+        row(name, f"web CPU, {rate:g} msg/s", streams["load_cpu"], "% core",
+            reference=polling["load_cpu"]),
+        row(name, "post -> event p50", streams["p50"] * ms, "ms", reference=polling["p50"] * ms),
+        row(name, "post -> event p99", streams["p99"] * ms, "ms", "<= 1000",
+            reference=polling["p99"] * ms),
+        row(name, "streams with a wrong set of events", streams["wrong_streams"], "", "== 0"),
+    ]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--visitors", type=int, default=2000)
@@ -331,31 +367,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as var:
-        env = {
-            **os.environ, "VAR_DIR": var, "DEBUG": "true", "CHAT_API_RATE_LIMIT_PER_SECOND": "0",
-            # Every visitor stream comes from this one machine's address.
-            "LIVE_STREAMS_PER_ADDRESS": str(args.visitors),
-        }  # fmt: skip
-        manage(env, "migrate", "--noinput")
-        os.environ.update(env)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        world = seed(args.visitors, args.agents)
+        env = {**os.environ, "VAR_DIR": var, "DEBUG": "true"}
         backend = ("PostgreSQL" if "DATABASE_URL" in env else "SQLite") + (
             " + Redis" if env.get("REDIS_URL") else ", event table"
         )
         shape = f"{args.rate:g} msg/s for {args.seconds:g} s, {backend}, 2 web workers"
         print(f"Live streams vs 1 s polling: {args.visitors} visitor + {args.agents} agent "
               f"streams, {shape}")  # fmt: skip
-        server = Server(env)
-        try:
-            streams = asyncio.run(streams_phase(server, world, args.rate, args.seconds))
-        finally:
-            server.stop()
-        server = Server(env)
-        try:
-            polling = asyncio.run(polling_phase(server, world, args.rate, args.seconds))
-        finally:
-            server.stop()
+        streams, polling = measure(env, args.visitors, args.agents, args.rate, args.seconds, 10)
     print(f"  streams open                 {streams['streams']}")
     print(f"  memory per open stream       {streams['per_stream'] / 1024:.1f} KiB")
     print(f"  server CPU, idle             streams {streams['idle_cpu']:5.1f} %   "
