@@ -27,7 +27,8 @@
   var API = BASE + '/widget/' + encodeURIComponent(WID) + '/v1/';
   var KEY = 'svc_' + WID;
   var PHONE = /^\+?[0-9][0-9 ().\/-]{5,30}$/;
-  var EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+  // As the server's check, as far as the visitor meets it: no '..', no dot at a domain's ends.
+  var EMAIL = /^(?!.*\.\.)[^\s@]+@[^\s@.][^\s@]*\.[^\s@.]+$/;
   var COLOR = /^#[0-9a-fA-F]{6}$/;
   var UTM = ['source', 'campaign', 'content', 'medium', 'term'];
   var noop = function () {};
