@@ -455,13 +455,7 @@ def transfer_chat(
     if to_agent is not None:
         if to_agent.pk == agent.pk:
             raise ServiceError(gettext_lazy("the chat is already yours"))
-        colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
-        if colleague is None:  # not named: the agent may not know who that is
-            raise ServiceError("that agent does not answer this channel")
-        if not colleague.is_online:
-            raise ServiceError(
-                gettext_lazy("%(name)s is offline: choose an online agent"), name=colleague.name
-            )
+        _online_colleague(chat, to_agent)
         chat.agents.set([to_agent])
         chat.handlers.add(to_agent)
         told = f"{agent.name} transferred the chat to {to_agent.name}."
@@ -499,6 +493,19 @@ def transfer_chat(
     return chat
 
 
+def _online_colleague(chat: Chat, agent: Agent) -> Agent:
+    """``agent`` as an active agent of the chat's channel who is online, the
+    one a transfer or a reassignment may hand the chat to."""
+    colleague = chat.channel.agents.filter(pk=agent.pk, is_active=True).first()
+    if colleague is None:  # not named: the agent may not know who that is
+        raise ServiceError(gettext_lazy("that agent does not answer this channel"))
+    if not colleague.is_online:
+        raise ServiceError(
+            gettext_lazy("%(name)s is offline: choose an online agent"), name=colleague.name
+        )
+    return colleague
+
+
 @transaction.atomic
 def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
     """A supervisor moves a chat to an agent of its channel (docs/routing.md,
@@ -511,13 +518,7 @@ def reassign_chat(*, chat: Chat, by: Agent, to_agent: Agent) -> Chat:
             gettext_lazy("only supervisors of the chat's channel and admins reassign it")
         )
     chat = _lock(chat)
-    colleague = chat.channel.agents.filter(pk=to_agent.pk, is_active=True).first()
-    if colleague is None:
-        raise ServiceError("that agent does not answer this channel")
-    if not colleague.is_online:
-        raise ServiceError(
-            gettext_lazy("%(name)s is offline: choose an online agent"), name=colleague.name
-        )
+    colleague = _online_colleague(chat, to_agent)
     if chat.state == Chat.State.QUEUED:
         if chat.offered_to_id == colleague.pk:
             raise ServiceError(
@@ -615,7 +616,7 @@ def finish_chat(*, chat: Chat, agent: Agent | None = None, idle: bool = False) -
         and not chat.agents.filter(pk=agent.pk).exists()
     )
     if other_agents_chat:
-        raise InvalidState("the chat was accepted by another agent")
+        raise InvalidState(gettext_lazy("the chat was accepted by another agent"))
     end_offer(chat, ChatOffer.Outcome.WITHDRAWN)
     active = chat.state == Chat.State.ACTIVE
     freed = list(chat.agents.values_list("pk", flat=True)) if active else []

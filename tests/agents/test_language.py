@@ -244,6 +244,24 @@ def test_a_page_refusal_is_said_in_the_agents_language(agent: Agent) -> None:
     assert agent.photo_url == ""
 
 
+def test_a_transfers_and_a_reassignments_refusal_are_said_in_the_pages_language(
+    agent: Agent,
+) -> None:
+    stranger = AgentFactory.create(is_online=True)  # not of the chat's channel
+    boss = AgentFactory.create(role=Agent.Role.ADMIN)
+    client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
+    chat = services.post_client_message(client=client, content=text("Hallo")).chat
+    services.accept_chat(chat=chat, agent=agent)
+    with translation.override("de"):
+        for attempt in (
+            lambda: services.transfer_chat(chat=chat, agent=agent, to_agent=stranger),
+            lambda: services.reassign_chat(chat=chat, by=boss, to_agent=stranger),
+        ):
+            with pytest.raises(services.ServiceError) as refused:
+                attempt()
+            assert refused.value.message == "Dieser Agent beantwortet diesen Kanal nicht."
+
+
 def test_a_page_refusal_follows_the_browser_and_fills_in_its_number(agent: Agent) -> None:
     client = ClientFactory.create(channel=ChannelFactory.create(agents=[agent]))
     chat = services.post_client_message(client=client, content=text("Hallo")).chat
