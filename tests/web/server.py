@@ -31,12 +31,14 @@ def free_port() -> int:
 
 
 class WebServer:
-    def __init__(self, workers: int = 1, **env: str) -> None:
+    def __init__(self, workers: int = 1, root: Path = ROOT, **env: str) -> None:
         """``workers``: gunicorn's worker processes. Production runs one per
         core (config/gunicorn.py); a test server has one unless its test is
         about several (each is a Django of its own to start: a second of
-        processor time on a suite bound by its two cores)."""
+        processor time on a suite bound by its two cores). ``root``: the
+        checkout it serves (another release's, in tests/test_upgrade.py)."""
         self.env = {"WEB_CONCURRENCY": str(workers), **env}
+        self.root = root
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         name = f"web-{uuid.uuid4().hex[:8]}"
@@ -59,7 +61,7 @@ class WebServer:
             "config.asgi:application", "--bind", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
-            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err)
+            self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=out, stderr=err)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.process.poll() is None:
             try:
