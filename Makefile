@@ -21,7 +21,7 @@ WIDGET_HOST_PORT ?= 8030
 export EXAMPLE_WIDGET_HOST_URL ?= http://$(HOST):$(WIDGET_HOST_PORT)/
 DEMO_DIR := $(or $(VAR_DIR),var)
 
-.PHONY: run test screenshots lint format bench clean chromium
+.PHONY: run test screenshots lint format bench soak clean chromium
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -106,6 +106,12 @@ format: $(STAMP)
 # BENCH_ARGS: --quick for a smoke run, --only <scenario> for one.
 bench: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
+
+# Half an hour of mixed traffic, watching memory, tables and latency
+# (bench/soak.py, docs/operations.md "Soak"); not part of make test.
+# SOAK_ARGS: --minutes 5 for a shorter one.
+soak: $(STAMP)
+	$(PY) -m bench.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf var/test var/broker var/cache

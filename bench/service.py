@@ -167,7 +167,7 @@ class Service:
                     return
                 except requests.RequestException:
                     pass
-            elif b" ready." in log.read_bytes():
+            elif (b"beat: Starting" if name == "beat" else b" ready.") in log.read_bytes():
                 return
             time.sleep(0.1)
         raise RuntimeError(f"{name} did not start:\n{log.read_text()[-3000:]}")

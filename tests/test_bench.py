@@ -77,3 +77,32 @@ def test_each_scenario_has_a_database_named_after_it() -> None:
     url = "postgres://u:p@db:5432/sw_bench?sslmode=disable"
 
     assert database_url(url, "inbound") == "postgres://u:p@db:5432/sw_bench_inbound?sslmode=disable"
+
+
+def test_the_soak_judges_growth_after_the_warm_up_and_failures_by_kind() -> None:
+    from bench.soak import judge
+
+    def sample(rss: int, live: int, p99: float, failed: dict[str, int]) -> dict[str, object]:
+        return {
+            "rss": {"web": rss},
+            "rows": {"agents_liveevent": live, "agents_message": live * 10},
+            "p99": {"A2": p99},
+            "failed": failed,
+        }
+
+    samples = [
+        sample(50, 10, 900.0, {"A2 503": 1}),  # the warm-up: left out
+        sample(100, 100, 40.0, {}),
+        sample(105, 200, 50.0, {"A2 429": 2, "B2 500": 1}),
+        sample(115, 210, 70.0, {}),
+    ]
+    rows = {r["figure"].split(" (")[0]: r for r in judge(samples, warm_up=1)}
+
+    assert rows["web memory growth after warm-up"]["value"] == 15.0
+    assert rows["web memory growth after warm-up"]["ok"] is False
+    assert rows["agents_liveevent rows over the second half"]["value"] == 5.0  # 200 → 210
+    assert rows["agents_message rows added over the second half"]["value"] == 100
+    assert rows["A2 p99, last interval / first after warm-up"]["value"] == 70 / 40
+    assert rows["A2 answers not 2xx"]["value"] == 3  # the warm-up's too
+    assert rows["B2 answers not 2xx"]["value"] == 1
+    assert rows["reply answers not 2xx"]["ok"] is True
