@@ -68,7 +68,7 @@ def own_database(url: str) -> str:
     base, _, name = url.rpartition("/")
     name, _, options = name.partition("?")
     own = name if "_reports" in name else f"{name}_reports"
-    with psycopg.connect(url, autocommit=True) as server:
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as server:
         if not server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [own]).fetchone():
             server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(own)))
     return f"{base}/{own}" + (f"?{options}" if options else "")
