@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import hypothesis
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -33,7 +33,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from django.test import Client as Browser
 from drf_spectacular.generators import SchemaGenerator
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -122,10 +122,12 @@ class World:
     visitor_token: str
     chat: Chat
     message: Message
+    call_id: int
+    offline_message_id: int
 
 
 @pytest.fixture
-def world(db: None, settings: Any) -> Iterator[World]:
+def world(db: None, settings: Any) -> World:
     # The rate limits have tests of their own; here they would only turn the
     # later examples of an operation into 429s.
     settings.WIDGET_RATE_LIMIT = settings.WIDGET_ADDRESS_RATE_LIMIT = 100_000
@@ -146,6 +148,12 @@ def world(db: None, settings: Any) -> Iterator[World]:
     chat = Chat.objects.get(channel=widget.channel)
     services.accept_chat(chat=chat, agent=admin)
     message = services.post_agent_message(chat=chat, agent=admin, content=text("hi"))
+    # A call and an offline message of the agent's, for the paths that name one.
+    call = services.request_callback(channel=widget.channel, phone="+15551234567")
+    offline = services.leave_offline_message(
+        channel=widget.channel, message="call me", email="v@x.example"
+    )
+    assert offline is not None
     bot_channel, _ = create_chat_api_channel(
         name="Bot", webhook_url="https://integrator.example/bot", agents=[admin]
     )
@@ -155,7 +163,7 @@ def world(db: None, settings: Any) -> Iterator[World]:
     bots.attach_bot(channel=bot_channel.channel, provider=provider, token=BOT_TOKEN)
     client = services.create_client(channel=bot_channel.channel, external_id="u-1")
     bot_chat = services.post_client_message(client=client, content=text("hi bot")).chat
-    yield World(
+    return World(
         agent_token=issue_token(agent=admin),
         chat_api=chat_api,
         bot_provider_id=provider.provider_id,
@@ -164,6 +172,8 @@ def world(db: None, settings: Any) -> Iterator[World]:
         visitor_token=visitor.json()["token"],
         chat=chat,
         message=message,
+        call_id=call.pk,
+        offline_message_id=offline.pk,
     )
 
 
@@ -197,24 +207,17 @@ def authenticate(case: Any, world: World) -> dict[str, str]:
     ids = {
         "chat_id": world.chat.pk,
         "message_id": world.message.pk,
-        "call_id": _newest_id("agents.Call"),
-        "offline_message_id": _newest_id("agents.OfflineMessage"),
+        "call_id": world.call_id,
+        "offline_message_id": world.offline_message_id,
     }
     for name, value in ids.items():
-        if name in path and value is not None:
+        if name in path:
             path[name] = value
     return {"Authorization": f"Token {world.agent_token}"}
 
 
-def _newest_id(label: str) -> int | None:
-    from django.apps import apps
-
-    newest = apps.get_model(label).objects.order_by("-pk").values_list("pk", flat=True).first()
-    return int(newest) if newest is not None else None
-
-
 @schema.parametrize()
-@settings(
+@hypothesis.settings(
     max_examples=EXAMPLES,
     derandomize=True,
     database=None,
