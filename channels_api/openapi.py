@@ -13,6 +13,7 @@ from typing import Any
 
 from channels_api.models import URL_PREFIX
 from channels_api.serializers import TEXT_LIMIT
+from config.openapi import ERROR_SCHEMA, OK_SCHEMA
 
 TAG = "Chat Channel API"
 A3_TAG = "Chat Channel API: what your endpoint receives (A3)"
@@ -133,22 +134,8 @@ SCHEMAS: dict[str, Any] = {
             },
         },
     },
-    "ChatApiResult": {
-        "type": "object",
-        "required": ["result"],
-        "properties": {"result": {"type": "string", "enum": ["ok"]}},
-    },
-    "ChatApiError": {
-        "type": "object",
-        "required": ["error"],
-        "properties": {
-            "error": {
-                "type": "object",
-                "required": ["code", "message"],
-                "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-            }
-        },
-    },
+    "ChatApiResult": OK_SCHEMA,
+    "ChatApiError": ERROR_SCHEMA,
 }
 
 PATH_PARAMETERS = [

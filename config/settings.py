@@ -578,12 +578,17 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Switchboard APIs",
     "DESCRIPTION": "The agent API (`/api/agent/v1/`: status, chats, messages, accept, reply, "
     "typing, notes, transfer, finish; the supervisors' team and reports; authenticate with "
-    "`Authorization: Token <key>`) and the "
+    "`Authorization: Token <key>`), the "
     "Chat Channel API (A1 and A2, which your chat front end calls at the channel's endpoint "
-    "URL, and A3, which the service sends to your endpoint).",
+    "URL, and A3, which the service sends to your endpoint), the Bot API's B2 (which a bot "
+    "provider calls at its webhook URL) and the widget's visitor API (which the widget's "
+    'script calls). Every refusal is `{"error": {"code", "message"}}`.',
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "channels_api.openapi.add_chat_channel_api",
+        "bots.openapi.add_bot_api",
+        "devhooks.widget.openapi.add_widget_api",
+        "config.openapi.add_error_responses",
     ],
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,

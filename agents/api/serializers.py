@@ -112,7 +112,7 @@ class AgentRefOut(serializers.Serializer[Any]):
 class ChatDetailOut(ChatOut):
     client = ContactOut()  # type: ignore[assignment]
     agents = AgentRefOut(many=True, source="agents.all")
-    department = serializers.CharField(source="department.name", default=None)
+    department = serializers.CharField(source="department.name", default=None, allow_null=True)
     rating = serializers.CharField()
     rating_comment = serializers.CharField(help_text="What the client wrote beside the rating")
     consent = serializers.SerializerMethodField(
@@ -126,8 +126,8 @@ class ChatDetailOut(ChatOut):
     enable_assign = serializers.BooleanField()
     crm_page = serializers.JSONField()
     crm_assigned = serializers.DateTimeField(source="crm_assigned_at", allow_null=True)
-    accepted = serializers.DateTimeField(source="accepted_at")
-    finished = serializers.DateTimeField(source="finished_at")
+    accepted = serializers.DateTimeField(source="accepted_at", allow_null=True)
+    finished = serializers.DateTimeField(source="finished_at", allow_null=True)
 
     def get_consent(self, chat: Chat) -> dict[str, Any] | None:
         return consent_of(chat)
@@ -187,7 +187,7 @@ class DeliveryOut(serializers.Serializer[Any]):
 class MessageOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     author = serializers.CharField()
-    agent_name = serializers.CharField(source="agent.name", default=None)
+    agent_name = serializers.CharField(source="agent.name", default=None, allow_null=True)
     # A bot message's author as clients see it: the provider's display name.
     sender_name = serializers.CharField()
     type = serializers.CharField()

@@ -444,7 +444,10 @@ class BlacklistView(AgentView):
         )
         return Response(ChatDetailOut(chat).data)
 
-    @extend_schema(request=None, responses=ChatDetailOut, summary="Lift the client's blacklist")
+    # drf-spectacular documents a DELETE as a bodiless 204; this one answers the chat.
+    @extend_schema(
+        request=None, responses={200: ChatDetailOut}, summary="Lift the client's blacklist"
+    )
     def delete(self, request: Request, chat_id: int) -> Response:
         chat = self.chat(request, chat_id)
         services.lift_blacklist(client=chat.client, by=self.agent(request))
