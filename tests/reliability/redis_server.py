@@ -46,6 +46,17 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/{database}"
 
     def start(self, timeout: float = 10) -> RedisServer:
+        """Start, or start again on the same port with the same data. A first
+        start whose port another process took meanwhile takes the next."""
+        first, taken = self.process is None, set()
+        while not self._started(timeout):
+            taken.add(self.port)
+            self.port = next((p for p in PORTS if p not in taken and _free(p)), 0)
+            if not first or not self.port:
+                raise RuntimeError(f"redis-server did not start:\n{self.log()}")
+        return self
+
+    def _started(self, timeout: float) -> bool:
         command = [
             "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
             "--dir", str(self.folder), "--save", "", "--appendonly", "yes",
@@ -55,13 +66,14 @@ class RedisServer:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if self.process.poll() is not None:  # the port was taken, say
+                return False
             with contextlib.suppress(redis.RedisError), redis.Redis(port=self.port) as client:
                 if client.ping():
-                    return self
-            if self.process.poll() is not None:
-                break
+                    return True
             time.sleep(0.05)
-        raise RuntimeError(f"redis-server did not start:\n{self.log()}")
+        self.stop()
+        return False
 
     def stop(self) -> None:
         """SIGTERM: Redis closes every connection and exits, its data on disk."""

@@ -19,16 +19,19 @@ import pytest
 import redis
 import requests
 
-from agents import ratelimit
+from agents import ratelimit, services
 from agents.models import Chat, Message
+from agents.tokens import issue_token
 from bots import services as bots
 from bots.models import BotProvider
 from channels_api.services import create_chat_api_channel
 from delivery.models import Delivery
+from devhooks.widget.tokens import issue_visitor_token
 from tests.delivery.target import Target
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, ChannelFactory, ClientFactory, text
 from tests.reliability.redis_server import RedisServer
 from tests.web.server import WebServer
+from tests.web.sse import Reader
 from tests.worker import Worker, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -130,3 +133,52 @@ def test_the_rate_limit_counts_in_each_process_while_redis_is_down(
     assert up == [True, True, True, False]  # counted in Redis again
     with redis.Redis.from_url(redis_server.url(1)) as client:
         assert client.zcard(f"{{{ratelimit.KEY_PREFIX}{key}}}:hits") == 3
+
+
+def test_the_streams_go_on_while_redis_is_down_and_are_back_on_redis_when_it_returns(
+    redis_server: RedisServer,
+) -> None:
+    alice = AgentFactory.create(name="Alice", is_online=True)
+    channel = ChannelFactory.create(agents=[alice])
+    vera = ClientFactory.create(channel=channel, name="Vera")
+    chat = services.post_client_message(client=vera, content=text("hello")).chat
+    services.accept_chat(chat=chat, agent=alice)
+    api = {"Authorization": f"Token {issue_token(agent=alice)}"}
+    web = WebServer(1, LIVE_HEARTBEAT_SECONDS="1", **on_own_redis(redis_server)).start()
+
+    def reply(words: str) -> None:
+        said = requests.post(
+            f"{web.base_url}/api/agent/v1/chats/{chat.pk}/messages",
+            json={"type": "text", "text": words}, headers=api, timeout=10,
+        )  # fmt: skip
+        assert said.status_code == 201, said.text
+
+    def heard(stream: Reader, words: str, timeout: float) -> float:
+        started = time.monotonic()
+        while True:
+            event = stream.until("message", timeout=timeout)
+            if event.data["message"]["text"] == words:
+                return time.monotonic() - started
+
+    agent_stream = Reader(f"{web.base_url}/api/agent/v1/stream", **api)
+    streams = [agent_stream]
+    try:
+        redis_server.stop()
+        # An open stream and one opened now (its slots taken in the database).
+        visitor_stream = Reader(f"{web.base_url}/visitor/{issue_visitor_token(client=vera)}/stream")
+        streams.append(visitor_stream)
+        assert visitor_stream.response.status_code == 200
+        reply("said while Redis is down")
+        for stream in streams:
+            assert heard(stream, "said while Redis is down", timeout=5) < 5
+
+        redis_server.start()
+        wait_for(lambda: "live.redis_back" in web.stderr(), timeout=10)
+        reply("said once Redis is back")
+        for stream in streams:  # from Redis's pub/sub again: at once
+            assert heard(stream, "said once Redis is back", timeout=2) < 2
+        assert not any(stream.ended(0) for stream in streams)
+    finally:
+        for stream in streams:
+            stream.close()
+        web.stop()
