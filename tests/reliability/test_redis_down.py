@@ -173,7 +173,9 @@ def test_the_streams_go_on_while_redis_is_down_and_are_back_on_redis_when_it_ret
             assert heard(stream, "said while Redis is down", timeout=5) < 5
 
         redis_server.start()
+        back = time.monotonic()
         wait_for(lambda: "live.redis_back" in web.stderr(), timeout=10)
+        print(f"\nthe hub was back on Redis {time.monotonic() - back:.1f} s after it returned")
         reply("said once Redis is back")
         for stream in streams:  # from Redis's pub/sub again: at once
             assert heard(stream, "said once Redis is back", timeout=2) < 2
