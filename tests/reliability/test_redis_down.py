@@ -46,7 +46,7 @@ def on_own_redis(server: RedisServer) -> dict[str, str]:
 
 @pytest.fixture
 def web_and_worker(redis_server: RedisServer) -> Iterator[tuple[WebServer, Worker]]:
-    web = WebServer(1, **on_own_redis(redis_server)).start()
+    web = WebServer(REDIS_URL=redis_server.url(0), REDIS_CACHE_URL=redis_server.url(1)).start()
     worker = Worker(concurrency=4, env=on_own_redis(redis_server))
     try:
         worker.start()
@@ -144,7 +144,8 @@ def test_the_streams_go_on_while_redis_is_down_and_are_back_on_redis_when_it_ret
     chat = services.post_client_message(client=vera, content=text("hello")).chat
     services.accept_chat(chat=chat, agent=alice)
     api = {"Authorization": f"Token {issue_token(agent=alice)}"}
-    web = WebServer(1, LIVE_HEARTBEAT_SECONDS="1", **on_own_redis(redis_server)).start()
+    broker, cache = redis_server.url(0), redis_server.url(1)
+    web = WebServer(REDIS_URL=broker, REDIS_CACHE_URL=cache, LIVE_HEARTBEAT_SECONDS="1").start()
 
     def reply(words: str) -> None:
         said = requests.post(
