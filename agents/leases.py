@@ -10,11 +10,14 @@ once their leases expire, not counts that stay forever.
 Where the slots live, as for ``agents.ratelimit``: with a Redis cache, a
 sorted set per key (score: the expiry, on the Redis server's clock) changed
 by one Lua script; else ``StreamLease`` rows, counted under a lock on the
-key (PostgreSQL's advisory lock; SQLite's immediate transaction).
+key (PostgreSQL's advisory lock; SQLite's immediate transaction). While
+Redis does not answer, the rows stand in for it (docs/operations.md, "When
+Redis is down").
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from functools import cache
@@ -24,6 +27,8 @@ from django.db import connection, transaction
 
 from agents.models import StreamLease
 from agents.ratelimit import redis_url
+
+logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "switchboard:lease:"
 
@@ -63,11 +68,20 @@ return 1
 
 @cache
 def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    # A Redis that does not answer costs a second, not a hang.
+    return redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+
+
+def _redis_down(doing: str, error: redis.RedisError) -> None:
+    logger.warning("leases.redis_down: %s in the database (%r)", doing, error)
 
 
 def acquire(*, holder: str, limits: dict[str, int], seconds: float) -> bool:
-    """One slot under each key of ``limits`` for ``holder``, or none (``False``)."""
+    """One slot under each key of ``limits`` for ``holder``, or none (``False``).
+
+    While Redis does not answer, slots are taken in the database, as on the
+    embedded default: the limits still hold across processes, less the
+    slots taken in Redis before it went away."""
     if any(limit <= 0 for limit in limits.values()):
         return False
     keys = sorted(limits)  # one lock order for every caller
@@ -75,7 +89,10 @@ def acquire(*, holder: str, limits: dict[str, int], seconds: float) -> bool:
     if url:
         script = _redis(url).register_script(_ACQUIRE)
         args: list[str | int] = [holder, int(seconds * 1000), *(limits[key] for key in keys)]
-        return bool(script(keys=[KEY_PREFIX + key for key in keys], args=args))
+        try:
+            return bool(script(keys=[KEY_PREFIX + key for key in keys], args=args))
+        except redis.RedisError as error:
+            _redis_down("slots taken", error)
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -101,8 +118,11 @@ def renew(*, held: Iterable[tuple[str, str]], seconds: float) -> None:
     if url:
         script = _redis(url).register_script(_RENEW)
         keys = [KEY_PREFIX + key for key, _ in pairs]
-        script(keys=keys, args=[int(seconds * 1000), *(holder for _, holder in pairs)])
-        return
+        try:
+            script(keys=keys, args=[int(seconds * 1000), *(holder for _, holder in pairs)])
+            return
+        except redis.RedisError as error:  # those taken in the database, then
+            _redis_down("slots renewed", error)
     holders = {holder for _, holder in pairs}
     StreamLease.objects.filter(holder__in=holders).update(expires=time.time() + seconds)
 
@@ -111,9 +131,12 @@ def release(*, holder: str, keys: Iterable[str]) -> None:
     """Give back ``holder``'s slots."""
     url = redis_url()
     if url:
-        with _redis(url).pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.zrem(KEY_PREFIX + key, holder)
-            pipe.execute()
-        return
+        try:
+            with _redis(url).pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.zrem(KEY_PREFIX + key, holder)
+                pipe.execute()
+            return
+        except redis.RedisError as error:  # one taken in Redis lapses there
+            _redis_down("slots given back", error)
     StreamLease.objects.filter(holder=holder).delete()

@@ -14,12 +14,20 @@ The count lives where every web process sees it and is changed atomically:
   one transaction under a lock on the key (SQLite's immediate transactions
   take the write lock up front; PostgreSQL takes an advisory lock).
 
+While that Redis does not answer, each process counts on its own
+(``admit_in_process``): a request that needs only PostgreSQL is still served
+and still limited, by the limit per process rather than across them
+(docs/operations.md, "When Redis is down").
+
 docs/decisions.md says why and what it costs.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from collections import deque
 from functools import cache
 
 import redis
@@ -27,6 +35,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from agents.models import RateLimitHit
+
+logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "switchboard:rate:"
 
@@ -68,16 +78,56 @@ def admit(*, key: str, limit: int, window: float = 1.0) -> bool:
 @cache
 def _script(url: str) -> redis.commands.core.Script:
     # One client (and connection pool) per process and URL; redis-py makes
-    # new connections after a fork.
-    return redis.Redis.from_url(url).register_script(_SLIDING_WINDOW)
+    # new connections after a fork. A Redis that does not answer costs a
+    # request a second at most, not a hang.
+    client = redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+    return client.register_script(_SLIDING_WINDOW)
 
 
 def admit_in_redis(*, key: str, limit: int, window: float) -> bool:
+    global _redis_down
     name = f"{{{KEY_PREFIX}{key}}}"  # one hash slot for both keys on a cluster
-    admitted = _script(redis_url())(
-        keys=[f"{name}:hits", f"{name}:seq"], args=[int(window * 1_000_000), limit]
-    )
+    try:
+        admitted = _script(redis_url())(
+            keys=[f"{name}:hits", f"{name}:seq"], args=[int(window * 1_000_000), limit]
+        )
+    except redis.RedisError as error:
+        if not _redis_down:  # once per outage, not once per request
+            logger.warning("ratelimit.redis_down: counting in this process (%r)", error)
+        _redis_down = True
+        return admit_in_process(key=key, limit=limit, window=window)
+    if _redis_down:
+        logger.warning("ratelimit.redis_back: counting in Redis again")
+        _redis_down = False
     return bool(admitted)
+
+
+# While Redis is down: key -> its window and the monotonic times of the hits
+# this process admitted within it.
+_redis_down = False
+_hits_in_process: dict[str, tuple[float, deque[float]]] = {}
+_hits_lock = threading.Lock()
+_forgotten_at = 0.0
+
+
+def admit_in_process(*, key: str, limit: int, window: float) -> bool:
+    """The sliding window in this process's memory, the stand-in while Redis
+    is down."""
+    global _forgotten_at
+    now = time.monotonic()
+    with _hits_lock:
+        if now - _forgotten_at > 60:  # once a minute, the keys past their window
+            _forgotten_at = now
+            for idle, (past, times) in list(_hits_in_process.items()):
+                if not times or times[-1] <= now - past:
+                    del _hits_in_process[idle]
+        _, hits = _hits_in_process.setdefault(key, (window, deque()))
+        while hits and hits[0] <= now - window:
+            hits.popleft()
+        if len(hits) >= limit:
+            return False
+        hits.append(now)
+        return True
 
 
 def admit_in_database(*, key: str, limit: int, window: float) -> bool:

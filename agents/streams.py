@@ -59,7 +59,8 @@ RECENT = 4096  # ids a hub remembers, so a row seen twice is handed on once
 def redis_client() -> Any:
     import redis
 
-    return redis.Redis.from_url(settings.REDIS_URL)
+    # A Redis that does not answer costs a publishing request a second, not a hang.
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1.0, socket_timeout=1.0)
 
 
 async def in_thread(query: Callable[[], T]) -> T:
@@ -225,7 +226,7 @@ class Hub:
                 while self.listeners:
                     try:
                         if settings.REDIS_URL:
-                            await self._from_redis()
+                            await self._from_redis_or_table()
                         else:
                             await self._from_table()
                     except Exception:
@@ -274,6 +275,32 @@ class Hub:
 
     async def _from_table(self) -> None:
         await self._every_while(settings.LIVE_POLL_SECONDS, self._catch_up)
+
+    async def _from_redis_or_table(self) -> None:
+        """From Redis; while it does not answer, from the table (as without
+        Redis), so that no stream goes silent, until it answers again."""
+        try:
+            await self._from_redis()
+        except Exception:
+            logger.warning("live.redis_down: reading the table until Redis answers", exc_info=True)
+            await self._from_table_until_redis_answers()
+            logger.warning("live.redis_back")
+
+    async def _from_table_until_redis_answers(self) -> None:
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(
+            settings.REDIS_URL, socket_connect_timeout=1.0, socket_timeout=1.0
+        )
+        try:
+            while self.listeners:
+                await self._catch_up()
+                with contextlib.suppress(redis.RedisError):
+                    if await client.ping():
+                        return  # _from_redis catches up once it has subscribed
+                await asyncio.sleep(settings.LIVE_POLL_SECONDS)
+        finally:
+            await client.aclose()
 
     async def _from_redis(self) -> None:
         import redis.asyncio

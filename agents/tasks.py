@@ -117,8 +117,12 @@ def move_offers_of_away_agents() -> int:
 
 def on_chat_offered(event: events.ChatOffered) -> None:
     """Each offer's own timer: the worker moves the chat on when the offer's
-    time is up (and the beat's sweep, should the message be lost)."""
-    transaction.on_commit(lambda: lapse_offer.apply_async((event.offer_id,), eta=event.expires_at))
+    time is up (and the beat's sweep, should the message be lost). A broker
+    that is down is logged, not raised (robust): the chat is committed and
+    the sweep lapses its offer."""
+    transaction.on_commit(
+        lambda: lapse_offer.apply_async((event.offer_id,), eta=event.expires_at), robust=True
+    )
 
 
 def connect() -> None:

@@ -52,13 +52,15 @@ def on_delivered(item: Delivery, reply: Any) -> None:
     if bot_event is None or bot_event.kind != BotEvent.Kind.CLIENT_MESSAGE:
         return
     services.event_acknowledged(bot_event=bot_event)
-    # The beat task hands over what this misses (a lost message, a dead worker).
+    # The beat task hands over what this misses (a lost message, a dead
+    # worker, a broker that is down: robust, logged and not raised).
     from bots import tasks  # tasks imports services
 
     transaction.on_commit(
         lambda: tasks.check_reply.apply_async(
             (str(bot_event.pk),), countdown=settings.BOT_REPLY_TIMEOUT_SECONDS + 0.5
-        )
+        ),
+        robust=True,
     )
 
 

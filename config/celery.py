@@ -4,16 +4,60 @@ import logging
 import os
 from typing import Any
 
-from celery import Celery
+import kombu
+from celery import Celery, bootsteps
+from celery.app.amqp import AMQP
 from celery.signals import after_setup_logger, after_setup_task_logger
+from celery.worker.consumer import Consumer
 
 from config.log_redaction import RedactSecrets
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-app = Celery("switchboard")
+# While the broker is down a worker tries again this often (kombu's default
+# waits 2 s more each time, up to 30 s: a worker came back up to half a
+# minute after Redis did).
+RECONNECT_SECONDS = 1.0
+
+
+class BrokerConnection(kombu.Connection):
+    def ensure_connection(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) <= 2:  # (errback, max_retries), as Celery's consumer passes them
+            kwargs.setdefault("interval_start", RECONNECT_SECONDS / 2)
+            kwargs.setdefault("interval_step", RECONNECT_SECONDS / 2)
+            kwargs.setdefault("interval_max", RECONNECT_SECONDS)
+        return super().ensure_connection(*args, **kwargs)
+
+
+class SwitchboardAMQP(AMQP):
+    Connection = BrokerConnection
+
+
+app = Celery("switchboard", amqp=SwitchboardAMQP)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class SweepOnReconnect(bootsteps.StartStopStep):
+    """A delivery worker that reconnects to the broker sweeps the outbox at
+    once: what was committed while the broker was down (its message could
+    not be sent, delivery/services.py) goes out now, not at beat's next
+    sweep or after DELIVERY_REDISPATCH_AFTER_SECONDS."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def __init__(self, parent: Consumer, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self.connected_before = False
+
+    def start(self, parent: Consumer) -> None:
+        queues = {queue.name for queue in parent.task_consumer.queues}
+        if self.connected_before and "delivery" in queues:
+            parent.app.send_task("delivery.tasks.sweep", queue="delivery", expires=60)
+        self.connected_before = True
+
+
+app.steps["consumer"].add(SweepOnReconnect)
 
 
 @after_setup_logger.connect

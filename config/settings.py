@@ -344,6 +344,9 @@ if REDIS_URL:
     if redis_database(REDIS_CACHE_URL) == redis_database(REDIS_URL):
         raise ImproperlyConfigured("REDIS_CACHE_URL must not be the broker's database")
     CELERY_BROKER_URL = REDIS_URL
+    # kombu's Redis transport, with a worker that survives Redis going away
+    # (config/redis_broker.py).
+    CELERY_BROKER_TRANSPORT = "config.redis_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
     CACHES = {
         "default": {

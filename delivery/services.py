@@ -156,8 +156,10 @@ def rotate_secret(*, endpoint: Endpoint) -> str:
 def _dispatch_on_commit(delivery_id: int, *, countdown: float = 0.0) -> None:
     """Hand the id to Celery once the transaction commits.
 
-    A failure to publish is logged, not raised: the row is in the database
-    and the sweep sends it.
+    A failure to publish (the broker is down) is logged, not raised: the row
+    is in the database, marked never dispatched, and the next sweep sends
+    it, the one a delivery worker runs as it reconnects to the broker
+    (config/celery.py) or beat's, whichever comes first.
     """
 
     def publish() -> None:
@@ -170,6 +172,9 @@ def _dispatch_on_commit(delivery_id: int, *, countdown: float = 0.0) -> None:
                 "delivery.dispatch_failed id=%s (the sweep will send it)",
                 delivery_id,
                 extra={"event": "delivery.dispatch_failed", "fields": {"id": delivery_id}},
+            )
+            Delivery.objects.filter(pk=delivery_id, status=Status.PENDING).update(
+                dispatched_at=None
             )
 
     transaction.on_commit(publish)
