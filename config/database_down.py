@@ -1,8 +1,9 @@
 """When PostgreSQL cannot be reached: a 503 with ``Retry-After`` at once, never a hang or a 500.
 
 Every request that needs the database and cannot get a connection — the
-server is stopped, restarting, refusing connections, or the web process's
-pool found no live connection within ``DATABASE_POOL_TIMEOUT_SECONDS`` —
+server is stopped, restarting, refusing connections (the web process's pool
+gives up on it after ``DATABASE_OUTAGE_SECONDS``, config/postgresql/base.py),
+or every connection stayed lent for ``DATABASE_POOL_TIMEOUT_SECONDS`` —
 ends here, in one place: an API path (and the visitor's stream) gets the
 error body ``{"error": {"code": "service_unavailable", ...}}``, a page a
 plain 503 page, both with ``Retry-After``, and the log one warning line

@@ -74,7 +74,7 @@ class PostgresServer:
 
     def execute(self, sql: str, database: str = "postgres") -> None:
         with psycopg.connect(self.url(database), autocommit=True) as connection:
-            connection.execute(sql)  # type: ignore[arg-type]
+            connection.execute(sql)
 
     def destroy(self) -> None:
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):

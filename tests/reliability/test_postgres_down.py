@@ -29,10 +29,12 @@ from typing import Any
 import psycopg
 import pytest
 from django.conf import settings
+from psycopg_pool import PoolTimeout
 
+from config.postgresql.base import OutageAwarePool
 from tests.reliability.endpoints import Answer, knock, requests_of
 from tests.reliability.pg_server import PostgresServer, wait_until
-from tests.web.server import WebServer
+from tests.web.server import WebServer, free_port
 from tests.worker import ROOT
 
 # The ports this project's fault tests may give their own PostgreSQL.
@@ -102,8 +104,9 @@ def seed(web_env: dict[str, str]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def web(web_env: dict[str, str], seed: dict[str, Any]) -> Iterator[WebServer]:
-    server = WebServer(**web_env).start()
-    yield server
+    server = WebServer()
+    server.env.update(web_env)
+    yield server.start()
     server.stop()
 
 
@@ -215,3 +218,28 @@ def test_a_request_answered_503_is_not_committed_when_the_database_returns(
     assert [a.status for a in retries] == [200, 201, 200, 201]
     assert retries[1].json()["id"] == retries[3].json()["id"]
     assert stored_texts(outage, a2_text, reply_text) == [a2_text, reply_text]
+
+
+def test_the_pool_waits_for_a_busy_server_but_not_for_one_out_of_reach(
+    postgres: PostgresServer,
+) -> None:
+    """config/postgresql/base.py: every connection lent is worth the pool's
+    whole time-out; a server that refuses connections is given up on after
+    ``outage_timeout``."""
+    options: dict[str, Any] = {"timeout": 3.0, "outage_timeout": 0.5, "reconnect_timeout": 1.0}
+    with OutageAwarePool(postgres.url(DATABASE), min_size=1, max_size=1, **options) as busy:
+        held = busy.getconn()
+        started = time.monotonic()
+        with pytest.raises(PoolTimeout):
+            busy.getconn()
+        waited_busy = time.monotonic() - started
+        busy.putconn(held)
+    nowhere = f"postgres://postgres@127.0.0.1:{free_port()}/{DATABASE}"
+    with OutageAwarePool(nowhere, min_size=1, max_size=1, open=False, **options) as down:
+        started = time.monotonic()
+        with pytest.raises(PoolTimeout):
+            down.getconn()
+        waited_down = time.monotonic() - started
+
+    assert waited_busy >= 2.9
+    assert waited_down < 1.5
