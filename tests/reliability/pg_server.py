@@ -35,11 +35,14 @@ def _as_postgres(*command: str, timeout: float = 60) -> str:
 
 
 class PostgresServer:
-    """One PostgreSQL cluster on ``port``, in a folder that goes with it."""
+    """One PostgreSQL cluster, in a folder that goes with it, on the first of
+    ``ports`` it could take (``start``)."""
 
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.root = Path(tempfile.mkdtemp(prefix=f"pg-{port}-"))
+    def __init__(self, ports: range) -> None:
+        self.ports = ports
+        self.port = ports[0]
+        self.started_once = False
+        self.root = Path(tempfile.mkdtemp(prefix="pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         shutil.chown(self.root, SYSTEM_USER, SYSTEM_USER)
@@ -52,6 +55,22 @@ class PostgresServer:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> None:
+        """Start on the port it had, or on its first start on the first free
+        one: another test process may hold a port, or take it at the same time."""
+        if self.started_once:
+            self._start()
+            return
+        for port in self.ports:
+            self.port = port
+            try:
+                self._start()
+            except RuntimeError:
+                continue
+            self.started_once = True
+            return
+        raise RuntimeError(f"no port of {self.ports} was free:\n{self.log.read_text()}")
+
+    def _start(self) -> None:
         # No durability asked of a test's throwaway cluster: fsync off.
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} "

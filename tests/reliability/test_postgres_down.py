@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -44,17 +43,9 @@ DATABASE = "switchboard"
 CLIENT_TIMEOUT = 8.0
 
 
-def free_port_of(ports: range) -> int:
-    for port in ports:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    raise RuntimeError(f"no free port in {ports}")
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer(free_port_of(PORTS))
+    server = PostgresServer(PORTS)
     try:
         server.start()
         server.execute(f"CREATE DATABASE {DATABASE}")
