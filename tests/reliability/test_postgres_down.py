@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -191,10 +191,11 @@ def test_a_request_answered_503_is_not_committed_when_the_database_returns(
         "headers": {**asked["agent API reply"]["headers"], "Idempotency-Key": reply_key},
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
-        # Sent while it is down; it returns while they would still be waiting.
+        # Sent while it is down.
         waiting = [pool.submit(knock, web.base_url, n, r, CLIENT_TIMEOUT) for n, r in
                    (("A2", a2), ("reply", reply))]  # fmt: skip
-        time.sleep(1.0)
+        # It returns as soon as they are answered (before, they waited for it).
+        wait(waiting, timeout=2.5)
         outage.start()
         answers = [future.result() for future in waiting]
 
