@@ -11,7 +11,11 @@ own transaction, and changes nothing when the claim fails::
         ...
 
 A ``scope`` keeps one caller's keys apart from another's: ``chat-api:<channel
-pk>`` for A2, ``bot-api:<provider pk>`` for B2. A claim lives and dies with
+pk>`` for A2, ``bot-api:<provider pk>`` for B2, ``agent-reply:<agent
+pk>:<chat pk>`` for the agent API's reply. A verb whose answer shows the
+row it made (the agent API answers with the reply) notes that row's id on
+the key (``remember``), so a retry is answered with the same row
+(``made``). A claim lives and dies with
 the caller's transaction, so a request that is refused (its transaction rolls
 back) does not keep its key, and its retry is acted on. Keys are forgotten
 after ``IDEMPOTENCY_KEY_HOURS`` by ``agents.tasks.forget_idempotency_keys``.
@@ -56,6 +60,19 @@ def seen(*, scope: str, key: str) -> bool:
     A cheap answer before a request is parsed; only ``claim`` decides.
     """
     return IdempotencyKey.objects.filter(scope=scope, key=key).exists()
+
+
+def remember(*, scope: str, key: str, made: int) -> None:
+    """Note on a key claimed in this transaction the id of the row it made."""
+    IdempotencyKey.objects.filter(scope=scope, key=key).update(made=made)
+
+
+def made(*, scope: str, key: str) -> int | None:
+    """The id ``remember`` noted on a committed claim of ``key``; None when
+    the key is unclaimed (or its claim noted none)."""
+    return (
+        IdempotencyKey.objects.filter(scope=scope, key=key).values_list("made", flat=True).first()
+    )
 
 
 def forget_old_keys() -> int:

@@ -650,15 +650,18 @@ class Message(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """An ``Idempotency-Key`` an inbound API (A2, B2) has acted on, per scope.
+    """An ``Idempotency-Key`` an API (A2, B2, the agent API's reply) has acted on, per scope.
 
     Claimed in the transaction of the request it belongs to: a retry that
     comes while the first is running waits for it, and one that comes after
-    finds the key and changes nothing (``agents.idempotency``).
+    finds the key and changes nothing (``agents.idempotency``). ``made`` is
+    the id of the row the first request made, when its answer shows that row
+    (the agent API answers a retried reply with the reply it stored).
     """
 
     scope = models.CharField(max_length=100)
     key = models.CharField(max_length=255)
+    made = models.PositiveBigIntegerField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:

@@ -26,7 +26,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from agents import hours
+from agents import hours, idempotency
 from agents.models import (
     Agent,
     Call,
@@ -382,3 +382,14 @@ def consent_of(chat: Chat) -> dict[str, Any] | None:
     if chat.consent_at is None:
         return None
     return {"version": chat.consent_version, "accepted_at": chat.consent_at.isoformat()}
+
+
+def reply_scope(*, agent: Agent, chat: Chat) -> str:
+    """The scope of an agent's ``Idempotency-Key``s for replies in one chat."""
+    return f"agent-reply:{agent.pk}:{chat.pk}"
+
+
+def replied_before(*, chat: Chat, agent: Agent, idempotency_key: str) -> Message | None:
+    """The reply a committed request with this ``Idempotency-Key`` stored, if any."""
+    made = idempotency.made(scope=reply_scope(agent=agent, chat=chat), key=idempotency_key)
+    return None if made is None else Message.objects.filter(pk=made, chat=chat).first()

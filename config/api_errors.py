@@ -31,6 +31,7 @@ CODES = {
     415: "unsupported_media_type",
     429: "too_many_requests",
     500: "server_error",
+    503: "service_unavailable",
 }
 
 

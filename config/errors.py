@@ -9,6 +9,7 @@ not for a failed CSRF check, not from the error handlers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -103,6 +104,13 @@ def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
+    # Django calls this inside its ``except``: the error is the one being handled.
+    from config import database_down
+
+    error = sys.exc_info()[1]
+    if database_down.is_connection_failure(error):
+        assert error is not None
+        return database_down.unavailable(request, error)
     if is_api_path(request.path):
         return error_response(500, "the request could not be processed")
     return defaults.server_error(request)

@@ -96,6 +96,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: whatever answers an API path with an error answers in the error body.
     "config.errors.ApiErrorBodies",
+    # A view that cannot reach the database answers 503 with Retry-After
+    # (config/database_down.py; a middleware's such failure: errors.handler500).
+    "config.database_down.DatabaseUnavailable",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -172,13 +175,34 @@ else:
         # would never be used again. Requests borrow from a pool per process
         # instead: at most DATABASE_POOL_SIZE connections, and a request waits
         # for one when all are busy.
+        # While PostgreSQL refuses connections a request waits at most
+        # DATABASE_OUTAGE_SECONDS for one, then is answered 503 (config/
+        # postgresql/base.py, config/database_down.py): nobody hangs, and a
+        # request that waited is never committed after its client gave up;
+        # while it is up and every connection is lent, a request waits up to
+        # DATABASE_POOL_TIMEOUT_SECONDS. A failed reconnect is retried with a
+        # back-off that gives up after DATABASE_RECONNECT_SECONDS, so the next
+        # request starts a fresh attempt at once: after an outage the pool is
+        # back within about that long, not after psycopg_pool's back-off
+        # (doubling up to 5 minutes) ran out.
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "max_size": env.int("DATABASE_POOL_SIZE", default=10)
+            "max_size": env.int("DATABASE_POOL_SIZE", default=10),
+            "timeout": env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0),
+            "outage_timeout": env.float("DATABASE_OUTAGE_SECONDS", default=1.0),
+            "reconnect_timeout": env.float("DATABASE_RECONNECT_SECONDS", default=2.0),
         }
     else:
         # Celery workers and commands: a thread keeps its connection this long.
         DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Django's backend with the pool above (config/postgresql/base.py).
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "config.postgresql"
+    # A server that does not answer (a host gone, packets dropped) fails a
+    # connect after this many seconds (libpq's least), not after the OS's minutes.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=2)
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "agents.Agent"

@@ -23,7 +23,7 @@ PASSWORD_HASHERS = [
 # On PostgreSQL a transactional test's flush deletes rows instead of
 # truncating tables (tests/postgresql/base.py): the same server and schema,
 # 0.2 s less per test that commits.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "config.postgresql":  # noqa: F405
     DATABASES["default"]["ENGINE"] = "tests.postgresql"  # noqa: F405
 
 # A failing send's retries come five times sooner than production spaces them

@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents import attachments, reports, selectors, services, transcripts
+from agents import attachments, inbound, reports, selectors, services, transcripts
 from agents.api.serializers import (
     AgentsReportOut,
     AuditEntryOut,
@@ -119,20 +119,41 @@ class ChatDetailView(AgentView):
         return Response(ChatDetailOut(self.chat(request, chat_id)).data)
 
 
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    description="One key per reply: a retry with a key you used in this chat is "
+    "answered with the reply the first stored, and stores nothing new",
+)
+
+
 class ChatMessagesView(AgentView):
     @extend_schema(responses=MessageOut(many=True), summary="The chat's messages")
     def get(self, request: Request, chat_id: int) -> Response:
         chat = self.chat(request, chat_id)
         return Response(MessageOut(selectors.messages_of(chat=chat), many=True).data)
 
-    @extend_schema(request=MessageIn, responses={201: MessageOut}, summary="Reply in the chat")
+    @extend_schema(
+        request=MessageIn,
+        responses={201: MessageOut},
+        parameters=[IDEMPOTENCY_KEY],
+        summary="Reply in the chat",
+    )
     def post(self, request: Request, chat_id: int) -> Response:
-        chat = self.chat(request, chat_id)
-        data = MessageIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        message = services.post_agent_message(
-            chat=chat, agent=self.agent(request), content=data.validated_data["content"]
-        )
+        chat, agent = self.chat(request, chat_id), self.agent(request)
+        try:
+            key = inbound.idempotency_key(request)
+        except inbound.Refused as refusal:
+            raise exceptions.ValidationError(refusal.message) from refusal
+        # As A2: a retry of a request acted on is answered as the first, before its body is read.
+        message = key and selectors.replied_before(chat=chat, agent=agent, idempotency_key=key)
+        if not message:
+            data = MessageIn(data=request.data)
+            data.is_valid(raise_exception=True)
+            message = services.post_agent_message(
+                chat=chat, agent=agent, content=data.validated_data["content"], idempotency_key=key
+            )
         message.refresh_from_db()  # a channel may have started its delivery meanwhile
         return Response(MessageOut(message).data, status=201)
 

@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_lazy, ngettext_lazy
 
-from agents import audit, events, languages, live, routing, selectors
+from agents import audit, events, idempotency, languages, live, routing, selectors
 from agents.content import Content
 from agents.hours import STANDARD_AWAY_MESSAGE
 from agents.models import (
@@ -376,7 +376,24 @@ def mark_chat_seen(*, agent: Agent, chat: Chat, message_id: int) -> None:
 
 
 @transaction.atomic
-def post_agent_message(*, chat: Chat, agent: Agent, content: Content) -> Message:
+def post_agent_message(
+    *, chat: Chat, agent: Agent, content: Content, idempotency_key: str = ""
+) -> Message:
+    """The agent's reply. With an ``Idempotency-Key`` the same agent used in
+    this chat before, the reply that request stored, and nothing new: the
+    key is claimed first, so a retry racing the first waits for it."""
+    scope = selectors.reply_scope(agent=agent, chat=chat)
+    if idempotency_key and not idempotency.claim(scope=scope, key=idempotency_key):
+        first = selectors.replied_before(chat=chat, agent=agent, idempotency_key=idempotency_key)
+        if first is not None:
+            return first
+    message = _post_agent_message(chat, agent, content)
+    if idempotency_key:
+        idempotency.remember(scope=scope, key=idempotency_key, made=message.pk)
+    return message
+
+
+def _post_agent_message(chat: Chat, agent: Agent, content: Content) -> Message:
     chat = _lock(chat)
     if chat.state != Chat.State.ACTIVE:
         raise InvalidState(

@@ -246,8 +246,10 @@ def test_a_widget_visitor_is_named_by_visitor_number(db: None) -> None:
 
 def test_idempotency_keys_are_not_the_clients(chat_api: ChatApiChannel) -> None:
     """Keys carry no link to a client (docs/privacy.md): they are left to
-    expire after IDEMPOTENCY_KEY_HOURS."""
-    assert [f.name for f in IdempotencyKey._meta.get_fields()] == ["id", "scope", "key", "created"]
+    expire after IDEMPOTENCY_KEY_HOURS. ``made`` is the id of an agent's
+    reply (a bare number, no foreign key)."""
+    fields = [f.name for f in IdempotencyKey._meta.get_fields()]
+    assert fields == ["id", "scope", "key", "made", "created"]
 
 
 def test_the_admin_exports_and_erases_after_a_confirmation(

@@ -319,10 +319,12 @@ TRIGGERS: dict[tuple[int, str], Callable[[BotSetup, Any], list[Any]]] = {
     (429, "too_many_requests"): _429,
 }
 WEB_TIER = {(408, "request_timeout")}  # before Django: test_a_body_that_arrives_too_slowly
+# PostgreSQL stopped: tests/reliability/test_postgres_down.py knocks on B2 then.
+DATABASE_DOWN = {(503, "service_unavailable")}
 
 
 def test_every_row_of_the_error_table_is_reproduced() -> None:
-    assert error_rows() == set(TRIGGERS) | WEB_TIER
+    assert error_rows() == set(TRIGGERS) | WEB_TIER | DATABASE_DOWN
 
 
 @pytest.mark.django_db

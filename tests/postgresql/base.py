@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.backends.postgresql import base, operations
+from django.db.backends.postgresql import operations
+
+from config.postgresql import base
 
 
 class DatabaseOperations(operations.DatabaseOperations):
