@@ -523,8 +523,17 @@ class Chat(models.Model):
 
     class Meta:
         ordering = ["-created"]
-        # The reports read a channel's chats by date (docs/reports.md).
-        indexes = [models.Index(fields=["channel", "created"], name="chat_channel_created_idx")]
+        indexes = [
+            # The reports read a channel's chats by date (docs/reports.md).
+            models.Index(fields=["channel", "created"], name="chat_channel_created_idx"),
+            # The history page, newest finished first: read in order and
+            # stopped at a page, not sorted whole (docs/performance.md).
+            models.Index(
+                fields=["-finished_at", "-id"],
+                condition=Q(state="finished"),
+                name="chat_history_idx",
+            ),
+        ]
         constraints = [
             # A client has at most one open chat; a new one opens after finish.
             models.UniqueConstraint(
