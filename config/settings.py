@@ -188,7 +188,7 @@ else:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "max_size": env.int("DATABASE_POOL_SIZE", default=10),
             "timeout": env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0),
-            "outage_timeout": env.float("DATABASE_OUTAGE_SECONDS", default=1.0),
+            "outage_timeout": env.float("DATABASE_OUTAGE_SECONDS", default=0.5),
             "reconnect_timeout": env.float("DATABASE_RECONNECT_SECONDS", default=2.0),
         }
     else:

@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 
 class OutageAwarePool(ConnectionPool[Connection[Any]]):
-    def __init__(self, *args: Any, outage_timeout: float = 1.0, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, outage_timeout: float = 0.5, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.outage_timeout = outage_timeout
         self.refused = False  # the server's last answer to a connection attempt
