@@ -75,8 +75,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def setup(receiver: Receiver) -> dict[str, Any]:
-    """An agent with CHATS active chats on a Chat API channel whose A3 goes to ``receiver``."""
+def active_chats(webhook_url: str, count: int) -> tuple[Any, list[Any]]:
+    """An online agent and ``count`` chats it has accepted on a Chat API
+    channel whose A3 goes to ``webhook_url`` (migrates the database first)."""
     import django
 
     django.setup()
@@ -86,17 +87,25 @@ def setup(receiver: Receiver) -> dict[str, Any]:
     from agents import services as chats
     from agents.content import Content
     from agents.models import Agent
-    from agents.tokens import issue_token
     from channels_api.services import create_chat_api_channel
 
     agent = Agent.objects.create_user("bench-replies@example.com", "x", name="Bench")
     chats.set_agent_status(agent=agent, online=True)
-    channel, _ = create_chat_api_channel(name="Bench", webhook_url=receiver.url(), agents=[agent])
-    ids = []
-    for i in range(CHATS):
+    channel, _ = create_chat_api_channel(name="Bench", webhook_url=webhook_url, agents=[agent])
+    accepted = []
+    for i in range(count):
         client = chats.get_or_create_client(channel=channel.channel, external_id=f"user-{i}")
         hello = chats.post_client_message(client=client, content=Content("text", "hi", {}))
-        ids.append(chats.accept_chat(chat=hello.chat, agent=agent).pk)
+        accepted.append(chats.accept_chat(chat=hello.chat, agent=agent))
+    return agent, accepted
+
+
+def setup(receiver: Receiver) -> dict[str, Any]:
+    """An agent with CHATS active chats on a Chat API channel whose A3 goes to ``receiver``."""
+    agent, accepted = active_chats(receiver.url(), CHATS)
+    from agents.tokens import issue_token
+
+    ids = [chat.pk for chat in accepted]
     return {"token": issue_token(agent=agent), "chats": ids}
 
 

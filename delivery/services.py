@@ -350,11 +350,8 @@ def attempt_delivery(*, delivery_id: int) -> None:
     ``CARRY_ON_SECONDS``.
     """
     started = time.monotonic()
-    next_id: int | None = delivery_id
-    while next_id is not None:
-        claim = _claim(next_id)
-        if claim is None:
-            return
+    claim = _claim(delivery_id)
+    while claim is not None:
         exchange = transport.post(
             url=claim.url,
             body=claim.body,
@@ -365,9 +362,15 @@ def attempt_delivery(*, delivery_id: int) -> None:
         # The slot this try frees goes to the next in line — this delivery's
         # own next try when it is due at once, else the endpoint's earliest
         # enqueued delivery ready for a try — and this thread makes that try
-        # itself: no trip through the broker.
+        # itself: no trip through the broker. It is claimed in the same
+        # transaction, so the slot never looks free to others meanwhile.
         carry_on = time.monotonic() - started < CARRY_ON_SECONDS
-        next_id = _record(claim, exchange, carry_on=carry_on)
+        endpoint_id = claim.endpoint_id
+        claim = _record(claim, exchange, carry_on=carry_on)
+        if claim is None:
+            # A delivery that went to wait without the lock while this try
+            # ended may have been missed by ``_record``: look again.
+            claim = _hand_over_free_slot(endpoint_id, carry_on=carry_on)
 
 
 def _locked(delivery_id: int) -> Delivery | None:
@@ -380,7 +383,7 @@ def _locked(delivery_id: int) -> Delivery | None:
 
 
 def _lock_endpoint(endpoint_id: int) -> None:
-    """Lock the endpoint's row: whether a slot is free is decided under it.
+    """Lock the endpoint's row: a try takes or frees a slot under it.
 
     Lock order, everywhere: the endpoint's row, then its deliveries' rows.
     (On SQLite, a no-op: its transactions take the database's write lock.)
@@ -394,28 +397,99 @@ def _lock_endpoint(endpoint_id: int) -> None:
     Endpoint.objects.select_for_update(no_key=True).filter(pk=endpoint_id).first()
 
 
-@transaction.atomic
 def _claim(delivery_id: int) -> _Claim | None:
+    """Start the due try of ``delivery_id``, or leave it waiting or ended.
+
+    A delivery that finds every slot of its endpoint taken goes to wait
+    without the endpoint's lock (``_wait_if_full``). That lock is for the
+    tries that take and free slots: a burst of messages for a busy endpoint
+    used to queue on it, and each try that freed a slot, then its hand-over,
+    waited behind every message the broker had handed out before them (with
+    32 threads, about a second per try).
+    """
     endpoint_id = (
         Delivery.objects.filter(pk=delivery_id).values_list("endpoint_id", flat=True).first()
     )
     if endpoint_id is None:
         _log("delivery.missing", level=logging.WARNING, id=delivery_id)
         return None
-    _lock_endpoint(endpoint_id)
-    delivery = _locked(delivery_id)
+    look = _wait_if_full(delivery_id, endpoint_id)
+    if look == "done":
+        return None
+    if look == "asleep":
+        # It went to wait for a slot: one freed since it looked (whose try's
+        # end may not have seen it waiting) goes to the first in line.
+        return _hand_over_free_slot(endpoint_id, carry_on=True)
+    with transaction.atomic():
+        _lock_endpoint(endpoint_id)
+        return _claim_locked(delivery_id)
+
+
+def _ready(delivery: Delivery | None, now: datetime) -> bool:
+    """Whether the message finds a try to make: pending, not in flight, due."""
     if delivery is None:
-        return None  # deleted in between
-    now = timezone.now()
+        return False  # deleted in between
+    reason = ""
     if delivery.status != Status.PENDING:
-        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason=delivery.status)
+        reason = delivery.status
+    elif delivery.locked_until is not None and delivery.locked_until > now:
+        reason = "in flight"
+    elif delivery.next_attempt_at is None or delivery.next_attempt_at > now + EARLY_TOLERANCE:
+        reason = "not due"
+    if reason:
+        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason=reason)
+    return not reason
+
+
+@transaction.atomic
+def _wait_if_full(delivery_id: int, endpoint_id: int) -> str:
+    """Look at the delivery without its endpoint's lock: ``"done"`` when there
+    is nothing to try or it went to wait for an earlier delivery with its
+    ordering key, ``"asleep"`` when every slot was taken and it went to wait
+    for one, ``"claim"`` when it may take a slot or must end (the locked
+    claim's business).
+
+    Without the lock, a slot may free while this looks; the caller looks
+    again after this commits (``_hand_over_free_slot``), and so does the
+    thread whose try freed it (``attempt_delivery``): one of the two sees
+    the other's change, so a waiting delivery is never left with a free slot.
+    """
+    delivery = _locked(delivery_id)
+    now = timezone.now()
+    if not _ready(delivery, now):
+        return "done"
+    assert delivery is not None
+    if not _startable(delivery, now):
+        return "claim"
+    if delivery.ordering_key and _has_pending_predecessor(delivery):
+        _wait_for_predecessor(delivery, now)
+        return "done"
+    in_flight = _in_flight(endpoint_id, now)
+    if in_flight < settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT:
+        return "claim"
+    _wait_for_slot(delivery, now, in_flight=in_flight)
+    return "asleep"
+
+
+def _startable(delivery: Delivery, now: datetime) -> bool:
+    """Nothing ends this delivery before its try: no try of a lost worker to
+    close, tries left, not stale, its endpoint on."""
+    policy = get_policy(delivery.policy)
+    return (
+        delivery.attempts < policy.max_attempts
+        and (delivery.expires_at is None or now < delivery.expires_at)
+        and delivery.endpoint.active
+        and not DeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).exists()
+    )
+
+
+def _claim_locked(delivery_id: int) -> _Claim | None:
+    """Start the delivery's try if it may take a slot, under its endpoint's lock."""
+    delivery = _locked(delivery_id)
+    now = timezone.now()
+    if not _ready(delivery, now):
         return None
-    if delivery.locked_until is not None and delivery.locked_until > now:
-        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason="in flight")
-        return None
-    if delivery.next_attempt_at is None or delivery.next_attempt_at > now + EARLY_TOLERANCE:
-        _log("delivery.skipped", level=logging.DEBUG, id=delivery.pk, reason="not due")
-        return None
+    assert delivery is not None
     claim = _start(delivery, now) if _may_start(delivery, now) else None
     # Whatever this delivery did — started, went to wait, ended — the first
     # in line may now have a slot.
@@ -438,10 +512,7 @@ def _may_start(delivery: Delivery, now: datetime) -> bool:
         _finish_dropped(delivery, now, reason=f"not sent within {policy.expires_after:g} s")
         return False
     if delivery.ordering_key and _has_pending_predecessor(delivery):
-        Delivery.objects.filter(pk=delivery.pk).update(
-            next_attempt_at=now + ORDER_RECHECK, dispatched_at=None, waiting_for_slot=False
-        )
-        _log("delivery.waiting_for_predecessor", id=delivery.pk)
+        _wait_for_predecessor(delivery, now)
         return False
     if not delivery.endpoint.active:
         _finish_failed(delivery, now, error="endpoint is disabled", counts=False)
@@ -507,6 +578,14 @@ def _start(delivery: Delivery, now: datetime) -> _Claim:
     )
 
 
+def _wait_for_predecessor(delivery: Delivery, now: datetime) -> None:
+    """Asleep until the earlier delivery with its key ends (``_wake_successor``)."""
+    Delivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=now + ORDER_RECHECK, dispatched_at=None, waiting_for_slot=False
+    )
+    _log("delivery.waiting_for_predecessor", id=delivery.pk)
+
+
 def _has_pending_predecessor(delivery: Delivery) -> bool:
     return Delivery.objects.filter(
         endpoint_id=delivery.endpoint_id,
@@ -562,27 +641,48 @@ def _wait_for_slot(delivery: Delivery, now: datetime, *, in_flight: int) -> None
     )
 
 
+def _hand_over_free_slot(endpoint_id: int, *, carry_on: bool) -> _Claim | None:
+    """After a commit that freed a slot or put a delivery to wait for one:
+    when a slot is free and a delivery waits, wake the first in line (see
+    ``_wake_first_in_line``; with ``carry_on``, its try is claimed for the
+    caller to make). Cheap when not: two reads, no lock."""
+    now = timezone.now()
+    waiting = Delivery.objects.filter(
+        endpoint_id=endpoint_id, status=Status.PENDING, waiting_for_slot=True
+    )
+    if _in_flight(endpoint_id, now) >= settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT or (
+        not waiting.exists()
+    ):
+        return None
+    with transaction.atomic():
+        _lock_endpoint(endpoint_id)
+        first = _wake_first_in_line(endpoint_id, timezone.now(), carry_on=carry_on)
+        return None if first is None else _claim_locked(first)
+
+
 def _wake_first_in_line(endpoint_id: int, now: datetime, *, carry_on: bool = False) -> int | None:
     """Give the free slots to the first deliveries in line, in enqueue order.
 
-    Called under the endpoint's row lock, so a delivery deciding to wait and
-    a slot being freed cannot miss each other. Of those given a slot, one
-    whose message is on the way needs nothing; of those waiting, with
-    ``carry_on`` the caller takes the first and tries it itself (its id is
-    returned: a woken one's message then finds it in flight or done), and
-    the others asleep are woken through Celery. Either way they are marked
-    as sent, so the sweep sends them again should a thread or a message be
-    lost.
+    Called under the endpoint's row lock. With ``carry_on`` the caller takes
+    the first in line and tries it itself (its id is returned): one asleep,
+    or one whose message is on the way — a successor woken by the end of
+    the delivery before it with its ordering key is published behind every
+    message of a burst, and its slot would stay empty until that message
+    came (seconds per try). A message that then comes finds it in flight or
+    done. Of the others given a slot, one whose message is on the way needs
+    nothing, and those asleep are woken through Celery. Either way they are
+    marked as sent, so the sweep sends them again should a thread or a
+    message be lost.
     """
     free = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT - _in_flight(endpoint_id, now)
     if free <= 0:
         return None
     handed_over = None
     for delivery in _line(endpoint_id, now)[:free]:
-        if not delivery.waiting_for_slot:
-            continue  # its message is on the way
         if carry_on and handed_over is None:
             handed_over = delivery.pk
+        elif not delivery.waiting_for_slot:
+            continue  # its message is on the way
         elif delivery.dispatched_at is None:
             _dispatch_on_commit(delivery.pk)
         else:
@@ -601,18 +701,19 @@ def _text_for_db(text: str) -> str:
 
 
 @transaction.atomic
-def _record(claim: _Claim, exchange: transport.Exchange, *, carry_on: bool) -> int | None:
-    """Store the try's outcome. With ``carry_on``, returns the delivery the
-    caller should try next in the slot this try freed: this one, when its
-    next try is due at once and nobody is in line before it, else the first
-    in line, if there is one."""
+def _record(claim: _Claim, exchange: transport.Exchange, *, carry_on: bool) -> _Claim | None:
+    """Store the try's outcome. With ``carry_on``, claims the try the caller
+    makes next in the slot this try freed: this delivery's, when its next
+    try is due at once and nobody is in line before it, else the first in
+    line's, if there is one."""
     _lock_endpoint(claim.endpoint_id)
     now = timezone.now()
     first = _line(claim.endpoint_id, now).first()
     keep = carry_on and (first is None or first.pk > claim.delivery_id)
     if _store_outcome(claim, exchange, now, keep_due_retry=keep):
-        return claim.delivery_id
-    return _wake_first_in_line(claim.endpoint_id, now, carry_on=carry_on)
+        return _claim_locked(claim.delivery_id)
+    handed_over = _wake_first_in_line(claim.endpoint_id, now, carry_on=carry_on)
+    return None if handed_over is None else _claim_locked(handed_over)
 
 
 def _store_outcome(

@@ -5,10 +5,14 @@ for the endpoint)."""
 
 from __future__ import annotations
 
+import functools
 import threading
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from delivery import services
 from delivery.models import Delivery
@@ -16,14 +20,15 @@ from delivery.models import Delivery
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_enqueue_is_not_blocked_while_a_worker_holds_the_endpoint() -> None:
-    endpoint, _ = services.create_endpoint(url="http://127.0.0.1:9/hook")
+def _hold_endpoint(endpoint_id: int) -> tuple[threading.Thread, threading.Event, threading.Event]:
+    """A thread holding the endpoint's lock, as a worker does, from ``locked``
+    until ``release`` is set."""
     locked, release = threading.Event(), threading.Event()
 
     def worker() -> None:
         try:
             with transaction.atomic():
-                services._lock_endpoint(endpoint.pk)  # as _claim and _record do
+                services._lock_endpoint(endpoint_id)
                 locked.set()
                 release.wait(10)
         finally:
@@ -31,6 +36,12 @@ def test_enqueue_is_not_blocked_while_a_worker_holds_the_endpoint() -> None:
 
     holder = threading.Thread(target=worker)
     holder.start()
+    return holder, locked, release
+
+
+def test_enqueue_is_not_blocked_while_a_worker_holds_the_endpoint() -> None:
+    endpoint, _ = services.create_endpoint(url="http://127.0.0.1:9/hook")
+    holder, locked, release = _hold_endpoint(endpoint.pk)  # as _claim and _record do
     try:
         assert locked.wait(10)
         done = threading.Event()
@@ -57,3 +68,43 @@ def test_enqueue_is_not_blocked_while_a_worker_holds_the_endpoint() -> None:
     request.join(10)
     assert done.is_set()
     assert Delivery.objects.filter(endpoint=endpoint).count() == 1
+
+
+def test_a_delivery_goes_to_wait_for_a_slot_while_a_try_holds_the_endpoint(
+    settings: Any,
+) -> None:
+    """A burst's messages for a busy endpoint used to queue on its lock, and
+    each try that freed a slot waited behind all of them (issue 28)."""
+    settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = 2
+    endpoint, _ = services.create_endpoint(url="http://127.0.0.1:9/hook")
+    send = functools.partial(
+        services.enqueue, endpoint=endpoint, purpose="test", event="e", body={}, policy="devhook"
+    )
+    busy = [send(), send()]
+    Delivery.objects.filter(pk__in=[d.pk for d in busy]).update(
+        locked_until=timezone.now() + timedelta(seconds=30)  # both slots in flight
+    )
+    waiting = send()
+    holder, locked, release = _hold_endpoint(endpoint.pk)  # as a try's _record does
+    done = threading.Event()
+
+    def message() -> None:
+        try:
+            services.attempt_delivery(delivery_id=waiting.pk)
+            done.set()
+        finally:
+            connection.close()
+
+    try:
+        assert locked.wait(10)
+        claim = threading.Thread(target=message)
+        claim.start()
+        if connection.vendor == "postgresql":
+            assert done.wait(5), "the waiting delivery's claim waited for the endpoint's lock"
+        # (SQLite has one writer at a time: the claim commits after the holder.)
+    finally:
+        release.set()
+        holder.join(10)
+    claim.join(10)
+    waiting.refresh_from_db()
+    assert done.is_set() and waiting.waiting_for_slot and waiting.status == "pending"
