@@ -80,10 +80,11 @@ def test_a_delivery_goes_to_wait_for_a_slot_while_a_try_holds_the_endpoint(
     send = functools.partial(
         services.enqueue, endpoint=endpoint, purpose="test", event="e", body={}, policy="devhook"
     )
-    busy = [send(), send()]
-    Delivery.objects.filter(pk__in=[d.pk for d in busy]).update(
-        locked_until=timezone.now() + timedelta(seconds=30)  # both slots in flight
-    )
+    with transaction.atomic():  # in flight before their messages go: a worker leaves them
+        busy = [send(), send()]
+        Delivery.objects.filter(pk__in=[d.pk for d in busy]).update(
+            locked_until=timezone.now() + timedelta(seconds=30)  # both slots in flight
+        )
     waiting = send()
     holder, locked, release = _hold_endpoint(endpoint.pk)  # as a try's _record does
     done = threading.Event()
