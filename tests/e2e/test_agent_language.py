@@ -68,6 +68,8 @@ def test_a_german_browser_gets_german_pages_and_scripts(
     expect(german.locator(".msg-client")).to_contain_text("Bestellung")
     german.get_by_test_id("reply").click()
     box = german.get_by_label("Antwort an den Kunden")
+    # Focused by the page's scripts: before they ran, Enter would only add a line.
+    expect(box).to_be_focused()
     box.fill("Guten Tag, Jana! Ich sehe sofort nach.")
     box.press("Enter")
     expect(german.locator(".msg-agent").last).to_contain_text("Ich sehe sofort nach")
