@@ -282,18 +282,11 @@ def _postgres_tables(execute: Any) -> list[str]:
 
 def _current_counts() -> dict[str, int]:
     with connection.cursor() as cursor:
+        # Django's cursor hands back the driver's, which fetches (both drivers).
         return {
-            table: _count(_executor(cursor), table)
+            table: _count(cursor.execute, table)
             for table in sorted(connection.introspection.table_names(cursor))
         }
-
-
-def _executor(cursor: Any) -> Any:
-    def execute(sql: str) -> Any:
-        cursor.execute(sql)
-        return cursor
-
-    return execute
 
 
 def _media_root() -> Path | None:

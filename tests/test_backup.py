@@ -9,30 +9,23 @@ stored file come back as they were.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import sqlite3
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from agents.models import Attachment, Chat, Message
 from channels_api.services import create_chat_api_channel
 from tests import worker
+from tests.databases import NewDatabase, manage
 from tests.factories import AgentFactory
 from tests.web.server import WebServer
-from tests.worker import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -40,48 +33,6 @@ def web(django_db_setup: None) -> Iterator[WebServer]:
     server = WebServer().start()
     yield server
     server.stop()
-
-
-def manage(*args: str, database_url: str, var_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": database_url, "VAR_DIR": str(var_dir)}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-
-
-class Target:
-    """A new, empty database of the suite's engine, and a VAR_DIR for its files."""
-
-    def __init__(self, var_dir: Path) -> None:
-        self.var_dir = var_dir
-        self.sqlite = connection.vendor == "sqlite"
-        if self.sqlite:
-            self.url = f"sqlite:///{var_dir / 'switchboard.sqlite3'}"
-            return
-        self.name = f"{connection.settings_dict['NAME']}_restored"
-        self.url = worker.test_database_url().rsplit("/", 1)[0] + f"/{self.name}"
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}"')
-            cursor.execute(f'CREATE DATABASE "{self.name}"')
-
-    def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        if self.sqlite:
-            with contextlib.closing(sqlite3.connect(self.var_dir / "switchboard.sqlite3")) as db:
-                return db.execute(sql, params).fetchall()
-        import psycopg
-
-        suite = connection.settings_dict
-        with psycopg.connect(
-            dbname=self.name, user=suite["USER"], password=suite["PASSWORD"] or None,
-            host=suite["HOST"] or "127.0.0.1", port=suite["PORT"] or 5432,
-        ) as pg:  # fmt: skip
-            return pg.execute(sql.replace("?", "%s"), params).fetchall()
-
-    def drop(self) -> None:
-        if not self.sqlite:
-            with connection.cursor() as cursor:
-                cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
 @pytest.mark.django_db(transaction=True)
@@ -143,11 +94,9 @@ def test_a_backup_taken_under_traffic_restores_into_a_new_database(
     assert manifest["files"] >= 1
     assert Message.objects.count() > manifest["counts"]["agents_message"]  # traffic went on
 
-    target = Target(tmp_path / "restored")
+    target = NewDatabase(tmp_path / "restored", "restored")
     try:
-        restored = manage(
-            "restore", str(tmp_path / "backup"), database_url=target.url, var_dir=target.var_dir
-        )
+        restored = target.manage("restore", str(tmp_path / "backup"))
         assert restored.returncode == 0, restored.stderr
         assert f"restored {sum(manifest['counts'].values())} rows" in restored.stdout
         for table, count in manifest["counts"].items():
@@ -160,7 +109,7 @@ def test_a_backup_taken_under_traffic_restores_into_a_new_database(
         (name,) = target.rows("SELECT file FROM agents_attachment WHERE id = ?", attachment.pk)[0]
         assert (target.var_dir / "media" / name).read_bytes() == b"%PDF-1.7\n"
         # Restored and migrated: the restored database serves as this release's.
-        checked = manage("migrate", "--check", database_url=target.url, var_dir=target.var_dir)
+        checked = target.manage("migrate", "--check")
         assert checked.returncode == 0, checked.stdout + checked.stderr
     finally:
         target.drop()

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
-import sys
 import tarfile
 import threading
 import time
@@ -25,7 +23,6 @@ from pathlib import Path
 
 import pytest
 import requests
-from django.db import connection
 from django.db.migrations import Migration
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.operations import (
@@ -40,7 +37,7 @@ from django.db.migrations.operations import (
 from django.db.migrations.state import ProjectState
 from django.db.models import NOT_PROVIDED
 
-from tests import worker
+from tests.databases import NewDatabase
 from tests.web.server import WebServer
 from tests.worker import ROOT
 
@@ -87,40 +84,16 @@ def export(revision: str, into: Path) -> Path:
     return into
 
 
-class Database:
-    """A new database of the suite's engine for the upgrade."""
-
-    def __init__(self, var_dir: Path) -> None:
-        var_dir.mkdir(parents=True)
-        self.var_dir = var_dir
-        if connection.vendor == "sqlite":
-            self.name = ""
-            self.url = f"sqlite:///{var_dir / 'switchboard.sqlite3'}"
-            return
-        self.name = f"{connection.settings_dict['NAME']}_upgrade"
-        self.url = worker.test_database_url().rsplit("/", 1)[0] + f"/{self.name}"
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}"')
-            cursor.execute(f'CREATE DATABASE "{self.name}"')
-
-    def manage(self, root: Path, *args: str, **env: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=root, capture_output=True, text=True,
-            env={**os.environ, "DATABASE_URL": self.url, "VAR_DIR": str(self.var_dir), **env},
-            timeout=300, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{root.name}: manage.py {' '.join(args)}\n{done.stderr}"
-        return done.stdout
-
-    def drop(self) -> None:
-        if self.name:
-            with connection.cursor() as cursor:
-                cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+def run(database: NewDatabase, root: Path, *args: str, **env: str) -> str:
+    """``manage.py`` of the checkout ``root`` on ``database``; what it printed."""
+    done = database.manage(*args, root=root, **env)
+    assert done.returncode == 0, f"{root.name}: manage.py {' '.join(args)}\n{done.stderr}"
+    return done.stdout
 
 
 @pytest.fixture
-def database(tmp_path: Path, transactional_db: None) -> Iterator[Database]:
-    made = Database(tmp_path / "var")
+def database(tmp_path: Path, transactional_db: None) -> Iterator[NewDatabase]:
+    made = NewDatabase(tmp_path / "var", "upgrade")
     yield made
     made.drop()
 
@@ -130,16 +103,16 @@ def migrations_of(root: Path) -> set[str]:
 
 
 def test_the_previous_release_serves_a1_and_a2_while_this_release_migrates(
-    tmp_path: Path, database: Database
+    tmp_path: Path, database: NewDatabase
 ) -> None:
     old = export(previous_release(), tmp_path / "previous")
     new_migrations = migrations_of(ROOT) - migrations_of(old)
     assert new_migrations  # the previous release is the one before the newest migrations
 
-    database.manage(old, "migrate", "--noinput")
+    run(database, old, "migrate", "--noinput")
     web = WebServer(root=old, DATABASE_URL=database.url, VAR_DIR=str(database.var_dir))
-    made = database.manage(
-        old, "create_chat_api_channel", "--name", "Upgrading app",
+    made = run(
+        database, old, "create_chat_api_channel", "--name", "Upgrading app",
         "--webhook-url", "http://127.0.0.1:9/integrator", PUBLIC_URL=web.base_url,
     )  # fmt: skip
     channel = json.loads(made)
@@ -167,7 +140,7 @@ def test_the_previous_release_serves_a1_and_a2_while_this_release_migrates(
         while len(during) < 6:
             stop.wait(0.05)
         started = time.monotonic()
-        migrated = database.manage(ROOT, "migrate", "--noinput")
+        migrated = run(database, ROOT, "migrate", "--noinput")
         ended = time.monotonic()
         settled = len(during)
         while len(during) < settled + 6:
@@ -184,7 +157,7 @@ def test_the_previous_release_serves_a1_and_a2_while_this_release_migrates(
     assert set(answers) == {"A1 200", "A2 200"}, answers
     assert sum(started <= at <= ended for at in during) >= 1  # served while migrating
     assert "Traceback" not in web.stderr(), web.stderr()[-3000:]
-    database.manage(ROOT, "migrate", "--check")
+    run(database, ROOT, "migrate", "--check")
 
 
 def test_new_migrations_can_run_beside_the_previous_release() -> None:
