@@ -31,6 +31,11 @@ class OutageAwarePool(ConnectionPool[Connection[Any]]):
         self._seen = (0, 0)  # connections made and attempts failed when last looked
 
     def getconn(self, timeout: float | None = None) -> Connection[Any]:
+        if self.refused and self._connects() == self._seen:
+            # A known outage and no attempt ended since: answer now. Waiting
+            # a step would hold one of the process's few request threads
+            # each, and a burst would queue behind them for seconds.
+            raise PoolTimeout("the server refuses connections")
         deadline = monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             before = self._connects()
