@@ -202,9 +202,14 @@ class Hub:
 
         try:
             gone = await in_thread(check)
-        except Exception:  # the next round tries again; an access event still acts at once
-            logger.warning("live.access_check_failed", exc_info=True)
-            return
+        except Exception:
+            # The database is out of reach (a busy one makes the check wait,
+            # not fail). An agent's stream whose credential cannot be checked
+            # ends: its page reconnects, is answered 503 while the outage
+            # lasts, and tells the agent (docs/operations.md, "When PostgreSQL
+            # is down"). A visitor's stays; the next round tries again.
+            gone = [each for each in listeners if each.agent_id]
+            logger.warning("live.access_check_failed ending=%d", len(gone), exc_info=True)
         for listener in gone:
             self.close(listener)
 

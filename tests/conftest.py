@@ -19,6 +19,10 @@ from config.settings import redis_database_after
 from tests.factories import AgentFactory
 from tests.worker import Worker
 
+# A PostgreSQL of a module's own under a real web process, for the modules
+# that stop it (tests/reliability/outage.py).
+pytest_plugins = ["tests.reliability.outage"]
+
 
 @pytest.fixture
 def agent(db: None) -> Agent:

@@ -28,13 +28,22 @@ class OutageAwarePool(ConnectionPool[Connection[Any]]):
         super().__init__(*args, **kwargs)
         self.outage_timeout = outage_timeout
         self.refused = False  # the server's last answer to a connection attempt
+        self.refused_at = 0.0  # when a wait last found it so
         self._seen = (0, 0)  # connections made and attempts failed when last looked
 
     def getconn(self, timeout: float | None = None) -> Connection[Any]:
-        if self.refused and self._connects() == self._seen:
+        if (
+            self.refused
+            and self._connects() == self._seen
+            and monotonic() - self.refused_at < self.reconnect_timeout
+        ):
             # A known outage and no attempt ended since: answer now. Waiting
             # a step would hold one of the process's few request threads
-            # each, and a burst would queue behind them for seconds.
+            # each, and a burst would queue behind them for seconds. Only
+            # while the pool may still be trying, though: psycopg's pool
+            # gives up reconnecting after ``reconnect_timeout`` and tries
+            # again only for a request that waits, so one then waits a step,
+            # or the process would answer 503 long after the server is back.
             raise PoolTimeout("the server refuses connections")
         deadline = monotonic() + (self.timeout if timeout is None else timeout)
         while True:
@@ -57,6 +66,8 @@ class OutageAwarePool(ConnectionPool[Connection[Any]]):
                 self.refused = made == since[0]
                 break
         self._seen = (made, failed)
+        if self.refused:
+            self.refused_at = monotonic()
         return self.refused
 
     def _connects(self) -> tuple[int, int]:

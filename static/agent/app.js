@@ -24,14 +24,25 @@
   const { gettext, interpolate } = window;  // the catalogue (/agent/jsi18n/)
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
 
+  const unreachable = () => gettext("The server could not be reached. Try again in a moment.");
+
+  // A form's POST; its answer, or ``{error: {message}}`` for a refusal, a
+  // server error or no answer at all (the caller keeps what was typed).
   async function post(url, data) {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "X-CSRFToken": decodeURIComponent(csrf()), "X-Requested-With": "fetch" },
-      body: new URLSearchParams(data),
-      credentials: "same-origin",
-    });
+    let response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: { "X-CSRFToken": decodeURIComponent(csrf()), "X-Requested-With": "fetch" },
+        body: new URLSearchParams(data),
+        credentials: "same-origin",
+      });
+    } catch (error) {
+      return { error: { message: unreachable() } };
+    }
     const answer = await response.json().catch(() => ({}));
+    // A proxy's or an outage's 502/503/504 (docs/operations.md).
+    if ([502, 503, 504].includes(response.status) && !answer.error) return { error: { message: unreachable() } };
     if (!response.ok && !answer.error) {
       const message = interpolate(
         gettext("The server answered %(status)s: reload the page and try again."),
@@ -133,20 +144,36 @@
   let again = false;
   let streaming = false;  // while the stream is open, the page asks only when told
 
+  // The notice that the server cannot be reached (a 5xx such as the 503 of a
+  // database outage, or no answer at all), shown from the second failed poll
+  // in a row, so one blip of a restart does not flash it, and gone with the
+  // first poll that is answered (docs/operations.md, "When PostgreSQL is down").
+  const connection = document.getElementById("connection");
+  let failures = 0;
+  function reached(ok) {
+    failures = ok ? 0 : failures + 1;
+    if (connection && !leaving) connection.hidden = failures < 2;
+  }
+
   async function poll() {
     polling = true;
+    let failed = false;
     try {
       const params = new URLSearchParams(chatId ? { chat: chatId, after: lastId } : {});
       // New messages count as read only while the agent can see them.
       if (chatId && document.visibilityState === "visible") params.set("seen", "1");
       const response = await fetch(`${page.dataset.liveUrl}?${params}`, { credentials: "same-origin" });
+      failed = response.status >= 500;
       if (response.status === 200) apply(await response.json());
       else if (response.status === 302 || response.redirected) window.location.reload();
     } catch (error) {
-      // offline for a moment: the next poll catches up
+      failed = true;  // no answer: the next poll catches up
     } finally {
       polling = false;
-      if (again || !streaming) timer = window.setTimeout(poll, again ? 0 : POLL_MS);
+      reached(!failed);
+      // A poll that failed is asked again even while the stream is open: the
+      // cue it answered would otherwise wait for the next one.
+      if (again || !streaming || failed) timer = window.setTimeout(poll, again ? 0 : POLL_MS);
       again = false;
     }
   }

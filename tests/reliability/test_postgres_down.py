@@ -1,6 +1,6 @@
 """PostgreSQL stopped under a running web process (issue 29, item 2).
 
-A cluster of the module's own (``pg_server.py``), migrated and seeded, serves a
+A cluster of the module's own (``pg_server.py``, fixtures in ``outage.py``), migrated and seeded, serves a
 real web process (gunicorn, as the Procfile starts it, DEBUG off as in
 production). Stopping it must not hang a request nor give a 500: every
 endpoint that needs the database answers 503 with the error body and
@@ -14,91 +14,21 @@ own database.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from django.conf import settings
 from psycopg_pool import PoolTimeout
 
 from config.postgresql.base import OutageAwarePool
 from tests.reliability.endpoints import Answer, knock, requests_of
+from tests.reliability.outage import CLIENT_TIMEOUT, DATABASE
 from tests.reliability.pg_server import PostgresServer, wait_until
 from tests.web.server import WebServer, free_port
-from tests.worker import ROOT
-
-# The ports this project's fault tests may give their own PostgreSQL.
-PORTS = range(5481, 5486)
-DATABASE = "switchboard"
-# A client's patience: longer than the promised 2 s, shorter than the old hang.
-CLIENT_TIMEOUT = 8.0
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer(PORTS)
-    try:
-        server.start()
-        server.execute(f"CREATE DATABASE {DATABASE}")
-        yield server
-    finally:
-        server.destroy()
-
-
-@pytest.fixture(scope="module")
-def web_env(postgres: PostgresServer) -> dict[str, str]:
-    """The web process's settings: production's (DEBUG off), its own database,
-    no Redis, its own VAR_DIR (broker and cache folders)."""
-    var_dir = Path(settings.VAR_DIR) / f"pg-down-{uuid.uuid4().hex[:8]}"
-    var_dir.mkdir()
-    return {
-        "DATABASE_URL": postgres.url(DATABASE),
-        "REDIS_URL": "",
-        "VAR_DIR": str(var_dir),
-        "DEBUG": "false",
-        "SECRET_KEY": f"reliability-{uuid.uuid4().hex}{uuid.uuid4().hex}",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        # The seeded channels' webhooks point at 127.0.0.1 (nothing is sent).
-        "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
-    }
-
-
-def run(env: dict[str, str], *command: str) -> str:
-    done = subprocess.run(
-        [sys.executable, *command],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-@pytest.fixture(scope="module")
-def seed(web_env: dict[str, str]) -> dict[str, Any]:
-    run(web_env, "manage.py", "migrate", "--noinput", "-v0")
-    printed = run(web_env, "-m", "tests.reliability.seed")
-    return dict(json.loads(printed.strip().splitlines()[-1]))
-
-
-@pytest.fixture(scope="module")
-def web(web_env: dict[str, str], seed: dict[str, Any]) -> Iterator[WebServer]:
-    server = WebServer()
-    server.env.update(web_env)
-    yield server.start()
-    server.stop()
 
 
 def knock_all(web: WebServer, seed: dict[str, Any], **extra: dict[str, Any]) -> list[Answer]:
@@ -126,22 +56,22 @@ def stored_texts(postgres: PostgresServer, *texts: str) -> list[str]:
 
 
 @pytest.fixture
-def outage(postgres: PostgresServer) -> Iterator[PostgresServer]:
+def outage(outage_postgres: PostgresServer) -> Iterator[PostgresServer]:
     """PostgreSQL stopped for the test; started again whatever it asserted."""
-    postgres.stop()
+    outage_postgres.stop()
     try:
-        yield postgres
+        yield outage_postgres
     finally:
-        if not postgres.running():
-            postgres.start()
+        if not outage_postgres.running():
+            outage_postgres.start()
 
 
 def test_every_endpoint_answers_503_with_retry_after_within_2_s_and_recovers_within_10_s(
-    web: WebServer, seed: dict[str, Any], outage: PostgresServer
+    outage_web: WebServer, outage_seed: dict[str, Any], outage: PostgresServer
 ) -> None:
-    secret = seed["a2"].split("/")[1]
+    secret = outage_seed["a2"].split("/")[1]
 
-    down = knock_all(web, seed)
+    down = knock_all(outage_web, outage_seed)
 
     for answer in down:
         assert answer.status == 503, (answer.name, answer.status, answer.body[:200])
@@ -158,20 +88,22 @@ def test_every_endpoint_answers_503_with_retry_after_within_2_s_and_recovers_wit
             }, answer.name
     slowest = max(answer.seconds for answer in down)
     # A request that waited leaves a line naming it, its path's secret redacted.
-    log = web.stderr()
+    log = outage_web.stderr()
     assert "database.unavailable method=POST path=/chat-api/" in log
     assert "database.unavailable method=GET path=/api/agent/v1/stream" in log
     assert secret not in log
 
     outage.start()
-    recovered = wait_until(lambda: all(served(a) for a in knock_all(web, seed)), timeout=10)
+    recovered = wait_until(
+        lambda: all(served(a) for a in knock_all(outage_web, outage_seed)), timeout=10
+    )
 
-    assert recovered is not None, [(a.name, a.status) for a in knock_all(web, seed)]
+    assert recovered is not None, [(a.name, a.status) for a in knock_all(outage_web, outage_seed)]
     print(f"\nslowest 503: {slowest:.2f} s; every endpoint served {recovered:.2f} s after return")
 
 
 def test_a_request_answered_503_is_not_committed_when_the_database_returns(
-    web: WebServer, seed: dict[str, Any], outage: PostgresServer
+    outage_web: WebServer, outage_seed: dict[str, Any], outage: PostgresServer
 ) -> None:
     """The baseline committed an A2 and an agent reply that had waited out
     the outage, after their clients had given up. Now a request waits at most
@@ -179,7 +111,7 @@ def test_a_request_answered_503_is_not_committed_when_the_database_returns(
     with the same Idempotency-Key, is stored once."""
     a2_text, reply_text = f"a2-{uuid.uuid4().hex}", f"reply-{uuid.uuid4().hex}"
     a2_key, reply_key = uuid.uuid4().hex, uuid.uuid4().hex
-    asked = requests_of(seed)
+    asked = requests_of(outage_seed)
     a2 = {
         **asked["A2"],
         "json": {"sender": {"id": "u-1"}, "message": {"type": "text", "text": a2_text}},
@@ -192,7 +124,7 @@ def test_a_request_answered_503_is_not_committed_when_the_database_returns(
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
         # Sent while it is down.
-        waiting = [pool.submit(knock, web.base_url, n, r, CLIENT_TIMEOUT) for n, r in
+        waiting = [pool.submit(knock, outage_web.base_url, n, r, CLIENT_TIMEOUT) for n, r in
                    (("A2", a2), ("reply", reply))]  # fmt: skip
         # It returns as soon as they are answered (before, they waited for it).
         wait(waiting, timeout=2.5)
@@ -200,12 +132,12 @@ def test_a_request_answered_503_is_not_committed_when_the_database_returns(
         answers = [future.result() for future in waiting]
 
     assert [(a.status, a.seconds < 2.0) for a in answers] == [(503, True), (503, True)]
-    assert wait_until(lambda: served(knock(web.base_url, "A1", asked["A1"])), timeout=10)
+    assert wait_until(lambda: served(knock(outage_web.base_url, "A1", asked["A1"])), timeout=10)
     time.sleep(1.0)  # what a late commit would need
     assert stored_texts(outage, a2_text, reply_text) == []
 
     # The clients retry with the same keys, twice each: stored once.
-    retries = [knock(web.base_url, n, r) for n, r in (("A2", a2), ("reply", reply)) * 2]
+    retries = [knock(outage_web.base_url, n, r) for n, r in (("A2", a2), ("reply", reply)) * 2]
 
     assert [a.status for a in retries] == [200, 201, 200, 201]
     assert retries[1].json()["id"] == retries[3].json()["id"]
@@ -213,13 +145,13 @@ def test_a_request_answered_503_is_not_committed_when_the_database_returns(
 
 
 def test_the_pool_waits_for_a_busy_server_but_not_for_one_out_of_reach(
-    postgres: PostgresServer,
+    outage_postgres: PostgresServer,
 ) -> None:
     """config/postgresql/base.py: every connection lent is worth the pool's
     whole time-out; a server that refuses connections is given up on after
     ``outage_timeout``."""
     options: dict[str, Any] = {"timeout": 3.0, "outage_timeout": 0.5, "reconnect_timeout": 1.0}
-    with OutageAwarePool(postgres.url(DATABASE), min_size=1, max_size=1, **options) as busy:
+    with OutageAwarePool(outage_postgres.url(DATABASE), min_size=1, max_size=1, **options) as busy:
         held = busy.getconn()
         started = time.monotonic()
         with pytest.raises(PoolTimeout):
@@ -235,3 +167,37 @@ def test_the_pool_waits_for_a_busy_server_but_not_for_one_out_of_reach(
 
     assert waited_busy >= 2.9
     assert waited_down < 1.5
+
+
+def test_the_pool_tries_again_after_an_outage_longer_than_its_reconnect_timeout(
+    outage_postgres: PostgresServer,
+) -> None:
+    """psycopg's pool gives up reconnecting after ``reconnect_timeout`` and
+    tries again only for a request that waits; the pool that answered a known
+    outage at once never waited, and answered 503 after the server's return
+    (an agent page in the test above: 15 s and counting)."""
+    options: dict[str, Any] = {"timeout": 3.0, "outage_timeout": 0.5, "reconnect_timeout": 1.0}
+    with OutageAwarePool(outage_postgres.url(DATABASE), min_size=1, max_size=2, **options) as pool:
+        pool.putconn(pool.getconn())
+        outage_postgres.stop()
+        try:
+            pool.check()  # drops the connection the server closed
+            refused_until = time.monotonic() + 4.0  # beyond the reconnect_timeout, twice
+            while time.monotonic() < refused_until:
+                with pytest.raises(PoolTimeout):
+                    pool.getconn()
+                time.sleep(0.1)
+        finally:
+            outage_postgres.start()
+        back = wait_until(lambda: _borrows(pool), timeout=10)
+
+    assert back is not None, pool.get_stats()
+    print(f"\nthe pool lent a connection {back:.2f} s after the server's return")
+
+
+def _borrows(pool: OutageAwarePool) -> bool:
+    try:
+        pool.putconn(pool.getconn())
+    except PoolTimeout:
+        return False
+    return True
