@@ -312,6 +312,8 @@ class Client(models.Model):
     external_id = models.CharField(max_length=255)
     # The id exactly as the integrator sent it (string or number), returned unchanged.
     external_id_raw = models.JSONField(null=True, blank=True)
+    # name and email: trigram-indexed on PostgreSQL for the history search
+    # (agents 0032, as Message.text).
     name = models.CharField(max_length=255, blank=True)
     phone = models.CharField(max_length=100, blank=True)
     email = models.CharField(max_length=255, blank=True)
@@ -652,6 +654,11 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["created", "id"]
+        # On PostgreSQL the history search (``text__icontains``, that is
+        # ``UPPER(text) LIKE UPPER('%…%')``) reads a trigram index of
+        # ``UPPER(text)``, made by agents 0032 outside Django's model state:
+        # the expression with its operator class is SQL Django cannot write
+        # without django.contrib.postgres installed (docs/performance.md).
         indexes = [models.Index(fields=["chat", "created"])]
 
     def __str__(self) -> str:

@@ -204,9 +204,6 @@ FIRST_RESPONSE = ExpressionWrapper(
     F("first_response_at") - Coalesce("queue_entered_at", "first_accepted_at"), DurationField()
 )
 HANDLE = ExpressionWrapper(F("finished_at") - F("first_accepted_at"), DurationField())
-HELD_HANDLE = ExpressionWrapper(  # the same, read from a handler's row
-    F("chat__finished_at") - F("chat__first_accepted_at"), DurationField()
-)
 DURATIONS = {"wait": WAIT, "first_response": FIRST_RESPONSE, "handle": HANDLE}
 
 
@@ -271,10 +268,13 @@ def agents(query: ReportQuery) -> list[dict[str, Any]]:
     """A row per agent who held a chat of the range, by name
     (docs/reports.md, "Per agent")."""
     chats = chats_of(query)
-    held = Chat.handlers.through.objects.filter(chat__in=chats).order_by()
+    # A row per chat and agent who held it (``handlers``: the agent's id): the
+    # chats joined once to their handlers (with an agent asked for, chats_of's
+    # join to theirs), not read a second time for ``chat__in``
+    # (docs/performance.md, "Reports and the history search").
+    held = chats if query.agent_id is not None else chats.filter(handlers__isnull=False)
     first_answers = chats.filter(first_response_agent__isnull=False)
     if query.agent_id is not None:
-        held = held.filter(agent_id=query.agent_id)
         first_answers = first_answers.filter(first_response_agent_id=query.agent_id)
     if ranks_in_database(chats.db):
         figures = _agent_figures_in_database(held, first_answers)
@@ -285,12 +285,12 @@ def agents(query: ReportQuery) -> list[dict[str, Any]]:
 
 
 def _agent_figures_in_python(
-    held: QuerySet[Any], first_answers: QuerySet[Chat]
+    held: QuerySet[Chat], first_answers: QuerySet[Chat]
 ) -> dict[int, dict[str, Any]]:
     """Each holder's figures, from a row per chat held and per chat answered first."""
     handles: dict[int, list[timedelta | None]] = defaultdict(list)
     ratings: dict[int, list[str]] = defaultdict(list)
-    for agent_id, duration, rating in held.values_list("agent_id", HELD_HANDLE, "chat__rating"):
+    for agent_id, duration, rating in held.values_list("handlers", HANDLE, "rating"):
         handles[agent_id].append(duration)
         ratings[agent_id].append(rating)
     responses: dict[int, list[timedelta | None]] = defaultdict(list)
@@ -311,7 +311,7 @@ def _agent_figures_in_python(
 
 
 def _agent_figures_in_database(
-    held: QuerySet[Any], first_answers: QuerySet[Chat]
+    held: QuerySet[Chat], first_answers: QuerySet[Chat]
 ) -> dict[int, dict[str, Any]]:
     """The same figures, a row per agent grouped by PostgreSQL."""
     responses = dict(
@@ -319,16 +319,16 @@ def _agent_figures_in_database(
         .annotate(ranks=NearestRanks(FIRST_RESPONSE))
         .values_list("first_response_agent_id", "ranks")
     )
-    rows = held.values("agent_id").annotate(
+    rows = held.values("handlers").annotate(
         chats=Count("pk"),
-        handle=NearestRanks(HELD_HANDLE),
-        rated=Count("pk", filter=~Q(chat__rating="")),
-        positive=Count("pk", filter=Q(chat__rating=Chat.Rating.POSITIVE)),
+        handle=NearestRanks(HANDLE),
+        rated=Count("pk", filter=~Q(rating="")),
+        positive=Count("pk", filter=Q(rating=Chat.Rating.POSITIVE)),
     )
     return {
-        row["agent_id"]: {
+        row["handlers"]: {
             "chats": row["chats"],
-            "first_response_seconds": spread_of(responses.get(row["agent_id"])),
+            "first_response_seconds": spread_of(responses.get(row["handlers"])),
             "handle_seconds": spread_of(row["handle"]),
             "csat_percent": csat_percent(row["positive"], row["rated"]),
         }

@@ -14,11 +14,13 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import ngettext_lazy
 from django.views.decorators.http import require_GET, require_POST
@@ -154,13 +156,44 @@ def home(request: HttpRequest, chat_id: int | None = None) -> HttpResponse:
     return render(request, "agents/workspace.html", context)
 
 
+# A search reaches the newest 1,000 matching chats: counting every chat with
+# a common word costs more than the page, and forty pages are more than
+# anyone reads; a narrower search finds older ones (docs/agent-pages.md).
+SEARCH_REACH = 1000
+
+
+class SearchPages(Paginator):
+    """The pages of a search's first ``cap`` chats; ``capped``: more match."""
+
+    def __init__(self, object_list: QuerySet[Chat], per_page: int, *, cap: int) -> None:
+        super().__init__(object_list, per_page)
+        self.chats = object_list
+        self.cap = cap
+
+    @cached_property
+    def found(self) -> int:
+        """How many chats match, counted to one past the cap."""
+        return self.chats[: self.cap + 1].count()
+
+    @cached_property
+    def count(self) -> int:
+        return min(self.found, self.cap)
+
+    @property
+    def capped(self) -> bool:
+        return self.found > self.cap
+
+
 @login_required
 @require_GET
 def history(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:200]
     label = request.GET.get("label", "").strip()[: Label.NAME_LENGTH]
-    chats = selectors.finished_for_agent(agent=_agent(request), search=search, label=label)
-    page = Paginator(chats, 25).get_page(request.GET.get("page"))
+    chats = selectors.finished_for_agent(
+        agent=_agent(request), search=search, label=label, reach=SEARCH_REACH + 1
+    )
+    pages = SearchPages(chats, 25, cap=SEARCH_REACH) if search else Paginator(chats, 25)
+    page = pages.get_page(request.GET.get("page"))
     query = urlencode({key: value for key, value in (("q", search), ("label", label)) if value})
     context = {
         "page": page,

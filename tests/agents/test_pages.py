@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from django.test import Client as Browser
 
-from agents import services
+from agents import selectors, services
 from agents.content import Content
 from agents.models import Agent, Chat
+from agents.pages import workspace
 from tests.factories import AgentFactory, ChannelFactory, ChatFactory, ClientFactory, text
 
 pytestmark = pytest.mark.django_db
@@ -161,6 +162,70 @@ def test_history_search(browser: Browser, agent: Agent) -> None:
 
     assert rows("") == 2
     assert rows("ann") == 1 and rows("y.org") == 1 and rows("refund") == 1 and rows("nothing") == 0
+
+
+def finished_chats(agent: Agent, said: list[tuple[str, str]]) -> list[Chat]:
+    """A finished chat per (client name, what the client wrote), oldest first."""
+    channel = ChannelFactory.create(agents=[agent])
+    chats = []
+    for name, words in said:
+        client = ClientFactory.create(channel=channel, name=name)
+        chat = services.post_client_message(client=client, content=text(words)).chat
+        services.finish_chat(chat=chat)
+        chats.append(chat)
+    return chats
+
+
+def test_history_search_finds_words_inside_a_message_in_any_case(
+    browser: Browser, agent: Agent
+) -> None:
+    finished_chats(agent, [("Ann", "My parcel arrived BROKEN twice"), ("Bob", "hello")])
+
+    def names(query: str) -> list[str]:
+        html = browser.get("/agent/history/", {"q": query}).content.decode()
+        return [name for name in ("Ann", "Bob") if f">{name}</a>" in html]
+
+    assert names("broken") == ["Ann"]
+    assert names("Rived bRoK") == ["Ann"]
+    assert names("ELL") == ["Bob"]
+    assert names("parcel twice") == []  # the words as written, not each word
+
+
+def test_history_search_reaching_the_newest_finds_what_the_plain_search_finds(
+    agent: Agent,
+) -> None:
+    """A search with ``reach`` (two branches, newest first each) lists the
+    same chats in the same order as the plain search, up to ``reach``: by
+    text and by name mixed, on PostgreSQL and on SQLite."""
+    said = [(f"Refund {n}" if n % 3 == 0 else f"Client {n}", f"hello {n}") for n in range(4)]
+    said += [(f"Client {n}", f"a refund for order {n}") for n in range(4, 9)]
+    finished_chats(agent, said)
+
+    def found(reach: int | None) -> list[int]:
+        chats = selectors.finished_for_agent(agent=agent, search="REFUND", reach=reach)
+        return [chat.pk for chat in chats]
+
+    every = found(None)
+    assert len(every) == 7
+    for reach in (1, 3, 7, 20):
+        assert found(reach)[:reach] == every[:reach]
+
+
+def test_a_search_with_more_matches_than_it_reaches_says_so(
+    browser: Browser, agent: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(workspace, "SEARCH_REACH", 3)
+    finished_chats(agent, [(f"Client {n}", f"refund {n}") for n in range(4)])
+
+    def shown(query: str) -> tuple[int, bool]:
+        html = browser.get("/agent/history/", {"q": query}).content.decode()
+        return html.count('data-testid="history-row"'), 'data-testid="history-capped"' in html
+
+    assert shown("refund") == (3, True)  # the newest three, and "more than 3"
+    assert shown("refund 1") == (1, False)
+    assert shown("") == (4, False)  # without a search every chat is counted and shown
+    html = browser.get("/agent/history/", {"q": "refund"}).content.decode()
+    assert "More than 3 finished chats match “refund”" in html and "Page 1 of 1" in html
 
 
 def test_status_switch(browser: Browser, agent: Agent) -> None:
