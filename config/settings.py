@@ -203,6 +203,21 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=2)
     )
+    # A server that goes silent under an open connection (a host that
+    # vanished, a network that drops packets, no reset ever coming): a query
+    # sent to it fails once its bytes are unacknowledged this long, and an
+    # idle connection is found dead by TCP keepalives after about 10 + 3 * 5
+    # seconds, not after the OS's 15 minutes of retransmissions or its 2 hours
+    # of idle. A slow query is not cut: the server acknowledges what it reads.
+    DATABASES["default"]["OPTIONS"].update(
+        {
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            "tcp_user_timeout": 1000 * env.int("DATABASE_TCP_USER_TIMEOUT_SECONDS", default=10),
+        }
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "agents.Agent"

@@ -1,6 +1,7 @@
 """PostgreSQL stopped under a running web process (issue 29, item 2).
 
-A cluster of the module's own (``pg_server.py``, fixtures in ``outage.py``), migrated and seeded, serves a
+A cluster of the module's own (``pg_server.py``; the fixtures are in
+``outage.py``), migrated and seeded, serves a
 real web process (gunicorn, as the Procfile starts it, DEBUG off as in
 production). Stopping it must not hang a request nor give a 500: every
 endpoint that needs the database answers 503 with the error body and
@@ -14,6 +15,7 @@ own database.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,7 +28,7 @@ from psycopg_pool import PoolTimeout
 
 from config.postgresql.base import OutageAwarePool
 from tests.reliability.endpoints import Answer, knock, requests_of
-from tests.reliability.outage import CLIENT_TIMEOUT, DATABASE
+from tests.reliability.outage import CLIENT_TIMEOUT, DATABASE, run
 from tests.reliability.pg_server import PostgresServer, wait_until
 from tests.web.server import WebServer, free_port
 
@@ -193,6 +195,44 @@ def test_the_pool_tries_again_after_an_outage_longer_than_its_reconnect_timeout(
 
     assert back is not None, pool.get_stats()
     print(f"\nthe pool lent a connection {back:.2f} s after the server's return")
+
+
+# The TCP options of a connection the service opens, read from its socket.
+SOCKET_OPTIONS = """
+import django, json, socket
+django.setup()
+from django.db import connection
+connection.ensure_connection()
+raw = socket.socket(fileno=connection.connection.fileno())
+try:
+    print(json.dumps({name: raw.getsockopt(level, option) for name, level, option in (
+        ("keepalive", socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+        ("idle", socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+        ("interval", socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+        ("count", socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+        ("user_timeout_ms", socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
+    )}))
+finally:
+    raw.detach()
+"""
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["worker", "web"])
+def test_a_connection_finds_a_silent_server_dead_in_seconds_not_minutes(
+    outage_env: dict[str, str], pooled: bool
+) -> None:
+    """A host that goes silent sends no reset: without keepalives and a TCP
+    user timeout a query to it waits out the OS's 15 minutes of retransmits
+    (config/settings.py, "database"). Dropping packets needs root over the
+    machine's network, which the suite does not take: this checks that libpq
+    set the options on the socket, for the web's pool and for a worker."""
+    env = {**outage_env, "DATABASE_POOL": "true" if pooled else "false"}
+
+    printed = run(env, "-c", SOCKET_OPTIONS)
+
+    assert json.loads(printed.strip().splitlines()[-1]) == {
+        "keepalive": 1, "idle": 10, "interval": 5, "count": 3, "user_timeout_ms": 10_000,
+    }  # fmt: skip
 
 
 def _borrows(pool: OutageAwarePool) -> bool:
