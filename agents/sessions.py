@@ -32,7 +32,7 @@ from django.conf import settings
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.contrib.sessions.backends.base import SessionBase
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
@@ -269,12 +269,19 @@ def _seen_now(request: HttpRequest, agent: Agent, session_key: str) -> None:
         return
     if request.session.get("_auth_user_id") is None:
         return  # signed out during this request
-    record_sign_in(
-        agent=agent,
-        session_key=session_key,
-        ip=client_address(request) or None,
-        user_agent=request.headers.get("User-Agent", ""),
-    )
+    try:
+        with transaction.atomic():
+            record_sign_in(
+                agent=agent,
+                session_key=session_key,
+                ip=client_address(request) or None,
+                user_agent=request.headers.get("User-Agent", ""),
+            )
+    except IntegrityError:
+        # The agent was deleted during this request (an admin removed them
+        # while their page was open): the answer stands, and their next
+        # request finds the session signed out.
+        logger.info("sessions.agent_gone agent_id=%s", agent.pk)
 
 
 def connect() -> None:

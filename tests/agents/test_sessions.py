@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.sessions.models import Session
 from django.test import Client as Browser
+from django.test import RequestFactory
 from django.utils import timezone
 
 from agents import accounts, sessions
@@ -261,3 +262,21 @@ def test_a_request_that_reads_no_session_is_not_made_to_vary_by_cookie(agent: Ag
     script = page.get(f"/widget/{channel.widget_id}.js")
 
     assert script.status_code == 200 and script["Vary"] == "Accept-Encoding"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_of_an_agent_deleted_meanwhile_is_answered_and_records_nothing(
+    agent: Agent,
+) -> None:
+    """An admin deleted the agent while their page's request ran: the
+    session's row written on the way out broke the foreign key at COMMIT,
+    and the request (``/agent/live`` in a CI log) was answered 500."""
+    page = signed_in(agent)
+    request = RequestFactory().get("/agent/live")
+    request.session = page.session
+    Agent.objects.filter(pk=agent.pk).delete()
+    sessions._seen.clear()  # its row is due to be written
+
+    sessions._seen_now(request, agent, page.session.session_key)
+
+    assert not AgentSession.objects.exists()
