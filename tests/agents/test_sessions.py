@@ -277,6 +277,6 @@ def test_a_request_of_an_agent_deleted_meanwhile_is_answered_and_records_nothing
     Agent.objects.filter(pk=agent.pk).delete()
     sessions._seen.clear()  # its row is due to be written
 
-    sessions._seen_now(request, agent, page.session.session_key)
+    sessions._seen_now(request, agent, str(page.session.session_key))
 
     assert not AgentSession.objects.exists()
