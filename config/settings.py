@@ -705,6 +705,12 @@ CELERY_BEAT_SCHEDULE["delivery-sweep"] = {
     # A sweep that waited longer than its interval is replaced by the next one.
     "options": {"queue": "delivery", "expires": DELIVERY_SWEEP_SECONDS * 2},
 }
+# Ended deliveries (and their tries) are deleted this many days after they
+# were made (delivery/retention.py; 0: kept for ever), hourly.
+DELIVERY_LOG_RETENTION_DAYS = env.int("DELIVERY_LOG_RETENTION_DAYS", default=30)
+CELERY_BEAT_SCHEDULE["forget-old-deliveries"] = _every(
+    "delivery.tasks.forget_old_deliveries", 3600.0
+)
 
 # --- live streams (docs/live.md) -------------------------------------------
 # How long events are kept for a reconnecting stream (Last-Event-ID).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from delivery import services
+from delivery import retention, services
 
 
 @shared_task(name="delivery.tasks.deliver", queue="delivery", acks_late=True, ignore_result=True)
@@ -23,3 +23,9 @@ def deliver(delivery_id: int) -> None:
 def sweep() -> int:
     """Re-send overdue deliveries (beat, every DELIVERY_SWEEP_SECONDS)."""
     return services.sweep_overdue()
+
+
+@shared_task(name="delivery.tasks.forget_old_deliveries", ignore_result=True)
+def forget_old_deliveries() -> int:
+    """The delivery log's retention rule (beat, hourly; delivery/retention.py)."""
+    return retention.forget_old_deliveries()
