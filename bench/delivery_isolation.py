@@ -3,7 +3,7 @@
 Runs one Celery worker process shaped like the Procfile's ``delivery``
 process (queue ``delivery``, 32 threads) against the configured database and
 broker (DATABASE_URL and REDIS_URL, else a fresh SQLite file and the
-filesystem broker), with the default DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT.
+filesystem broker), with the default adaptive in-flight limits per endpoint.
 Sends agent replies (policy ``chat_api_message``) to a healthy receiver, which
 answers at once, at a steady pace, twice side by side in one run: alone, and
 while ten dripping receivers — 200, Content-Length 100000, Connection: close,
@@ -174,7 +174,8 @@ def main() -> None:
                 for n in range(args.per_dripper):
                     services.enqueue(endpoint=endpoint, purpose="bench.dripping", event="message",
                                      body={"n": n}, policy="chat_api_message")  # fmt: skip
-            held = min(cap, args.per_dripper) * args.drippers
+            # A dripper's limit starts at 2 and halves with its first time-out.
+            held = min(2, cap, args.per_dripper) * args.drippers
             deadline = time.monotonic() + 30
             while sum(now for now, _ in dripper_state()) < held:
                 if time.monotonic() > deadline:
@@ -191,7 +192,7 @@ def main() -> None:
     database = "PostgreSQL" if os.environ.get("DATABASE_URL") else "SQLite"
     broker = "Redis" if os.environ.get("REDIS_URL") else "filesystem broker"
     print(f"Delivery isolation: {args.healthy} healthy deliveries, {1 / PACE:.0f}/s, one worker "
-          f"x {THREADS} threads, {database}, {broker}, cap {cap} per endpoint")  # fmt: skip
+          f"x {THREADS} threads, {database}, {broker}, at most {cap} per endpoint")  # fmt: skip
     print(f"  drippers: {args.drippers} x {args.per_dripper} deliveries; tries open: {held} when "
           f"the healthy run began, {sum(now for now, _ in state)} when it ended; "
           f"most open at one dripper: {max(most for _, most in state)}")  # fmt: skip
