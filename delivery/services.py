@@ -534,13 +534,12 @@ def _may_start(delivery: Delivery, now: datetime) -> bool:
         return False
     # Deliveries in line before this one go first: one already waiting for a
     # slot blocks it; one whose message is still on the way keeps a slot.
-    # (Of those ahead, the first few tell: more than the free slots means no
-    # slot is left for this one anyway.)
-    cap = _limit(delivery.endpoint.in_flight_limit)
+    # (Counted, not read: at hundreds of slots, reading the rows ahead at
+    # every claim cost more than the try.)
     in_flight = _in_flight(delivery.endpoint_id, now)
+    free = _limit(delivery.endpoint.in_flight_limit) - in_flight
     ahead = _line(delivery.endpoint_id, now).filter(pk__lt=delivery.pk)
-    waiting_ahead = [] if in_flight >= cap else [d.waiting_for_slot for d in ahead[:cap]]
-    if in_flight + len(waiting_ahead) >= cap or any(waiting_ahead):
+    if free <= 0 or ahead[:free].count() >= free or ahead.filter(waiting_for_slot=True).exists():
         _wait_for_slot(delivery, now, in_flight=in_flight)
         return False
     return True
@@ -694,18 +693,29 @@ def _wake_first_in_line(
     free = limit - _in_flight(endpoint_id, now)
     if free <= 0:
         return None
+    line = _line(endpoint_id, now)
     handed_over = None
-    for delivery in _line(endpoint_id, now)[:free]:
-        if carry_on and handed_over is None:
-            handed_over = delivery.pk
-        elif not delivery.waiting_for_slot:
-            continue  # its message is on the way
-        elif delivery.dispatched_at is None:
-            _dispatch_on_commit(delivery.pk)
-        else:
-            continue  # woken already
-        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=now, dispatched_at=now)
-        _log("delivery.woken", id=delivery.pk, endpoint=endpoint_id, carried_on=carry_on)
+    if carry_on:
+        first = line.first()
+        if first is None:
+            return None
+        handed_over = first.pk
+        line, free = line.filter(pk__gt=first.pk), free - 1
+    # Of the rest given a slot, only those asleep and not woken yet need
+    # anything; their rows alone are read (at hundreds of slots, reading the
+    # whole window at the end of every try cost more than the try).
+    asleep: list[int] = []
+    if free > 0:
+        window = line.values("pk")[:free]
+        sleeping = line.filter(pk__in=window, waiting_for_slot=True, dispatched_at__isnull=True)
+        asleep = list(sleeping.values_list("pk", flat=True))
+    woken = asleep if handed_over is None else [handed_over, *asleep]
+    if woken:
+        Delivery.objects.filter(pk__in=woken).update(next_attempt_at=now, dispatched_at=now)
+    for pk in woken:
+        if pk != handed_over:
+            _dispatch_on_commit(pk)
+        _log("delivery.woken", id=pk, endpoint=endpoint_id, carried_on=pk == handed_over)
     return handed_over
 
 
