@@ -1,17 +1,21 @@
-"""Delivery isolation: a healthy receiver's delivery time beside dripping ones.
+"""Scenario 4, delivery isolation: a healthy receiver's delivery time beside
+dripping ones.
 
 Runs one Celery worker process shaped like the Procfile's ``delivery``
-process (queue ``delivery``, 32 threads) against the configured database and
-broker (DATABASE_URL and REDIS_URL, else a fresh SQLite file and the
-filesystem broker), with the default DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT.
+process (queue ``delivery``, 32 threads) on a database of its own
+(``bench.service.scenario_env``: PostgreSQL when DATABASE_URL is set, else a
+fresh SQLite file; Redis as the broker when REDIS_URL is set, else the
+filesystem broker), with the default adaptive in-flight limits per endpoint.
 Sends agent replies (policy ``chat_api_message``) to a healthy receiver, which
 answers at once, at a steady pace, twice side by side in one run: alone, and
 while ten dripping receivers — 200, Content-Length 100000, Connection: close,
 then a byte every 0.5 s, as in the security review — each have several
 deliveries going. Prints p50/p99 of the healthy deliveries' time from enqueue
 to arrival at the receiver, in both runs, and their ratio (goal: p99 with the
-drippers within 1.5x of p99 without).
+drippers within 1.5x of p99 without), and the healthy deliveries' rate
+beside the drippers over their rate alone (goal: at least 0.9).
 
+    .venv/bin/python -m bench --only delivery_isolation [--quick]
     .venv/bin/python bench/delivery_isolation.py [--healthy 300] [--drippers 10]
 """
 
@@ -97,8 +101,10 @@ def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     return worker
 
 
-def send_healthy(count: int, endpoint: Any, receiver: HealthyReceiver) -> list[float]:
-    """Enqueue ``count`` replies at a steady pace; seconds from enqueue to arrival."""
+def send_healthy(count: int, endpoint: Any, receiver: HealthyReceiver) -> tuple[list[float], float]:
+    """Enqueue ``count`` replies at a steady pace: seconds from enqueue to
+    arrival of each, and deliveries a second from the first enqueue to the
+    last arrival."""
     from delivery import services
 
     enqueued: dict[str, float] = {}
@@ -118,7 +124,9 @@ def send_healthy(count: int, endpoint: Any, receiver: HealthyReceiver) -> list[f
         if time.monotonic() > deadline:
             raise RuntimeError("healthy deliveries did not all arrive within 60 s")
         time.sleep(0.05)
-    return [receiver.arrived[key] - at for key, at in enqueued.items()]
+    first = min(enqueued.values())
+    last = max(receiver.arrived[key] for key in enqueued)
+    return [receiver.arrived[key] - at for key, at in enqueued.items()], count / (last - first)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -126,16 +134,15 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--healthy", type=int, default=300, help="healthy deliveries per run")
-    parser.add_argument("--drippers", type=int, default=10)
-    parser.add_argument("--per-dripper", type=int, default=8, help="deliveries to each dripper")
-    args = parser.parse_args()
+NAME = "4 isolation"
+
+
+def measure(healthy: int, drippers: int, per_dripper: int) -> dict[str, Any]:
+    """The two runs side by side; what ``scenario`` and ``main`` show."""
     # Before any thread of ours exists: the drippers' process.
     pipe, child_pipe = get_context("spawn").Pipe()
     dripping = get_context("spawn").Process(
-        target=run_drippers, args=(args.drippers, child_pipe), daemon=True
+        target=run_drippers, args=(drippers, child_pipe), daemon=True
     )
     dripping.start()
     dripper_urls: list[str] = pipe.recv()
@@ -145,20 +152,19 @@ def main() -> None:
         state: list[tuple[int, int]] = pipe.recv()
         return state
 
+    from bench.service import backend, scenario_env
+
     with tempfile.TemporaryDirectory() as var:
-        env = {**os.environ, "VAR_DIR": var, "DEBUG": "true", "LOG_LEVEL": "WARNING"}
+        env = scenario_env("isolation", var)
         os.environ.update(env)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         import django
 
         django.setup()
         from django.conf import settings
-        from django.core.management import call_command
 
         from config.celery import app
         from delivery import services
 
-        call_command("migrate", verbosity=0)
         app.control.purge()
         cap = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
         receiver = HealthyReceiver()
@@ -167,20 +173,22 @@ def main() -> None:
         worker = start_worker(env, Path(var) / "worker.log")
         try:
             send_healthy(10, healthy_endpoint, receiver)  # warm up: connections, threads
-            alone = send_healthy(args.healthy, healthy_endpoint, receiver)
+            alone, alone_rate = send_healthy(healthy, healthy_endpoint, receiver)
 
             for url in dripper_urls:
                 endpoint, _ = services.create_endpoint(url=url)
-                for n in range(args.per_dripper):
+                for n in range(per_dripper):
                     services.enqueue(endpoint=endpoint, purpose="bench.dripping", event="message",
                                      body={"n": n}, policy="chat_api_message")  # fmt: skip
-            held = min(cap, args.per_dripper) * args.drippers
+            # A dripper's limit starts at 2 and halves with its first time-out:
+            # one try open at each is what holds from then on.
+            held = min(1, per_dripper) * drippers
             deadline = time.monotonic() + 30
             while sum(now for now, _ in dripper_state()) < held:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("the dripping receivers did not fill their slots")
+                    raise RuntimeError("the dripping receivers did not get their tries")
                 time.sleep(0.05)
-            beside = send_healthy(args.healthy, healthy_endpoint, receiver)
+            beside, beside_rate = send_healthy(healthy, healthy_endpoint, receiver)
             state = dripper_state()
         finally:
             worker.terminate()
@@ -188,18 +196,66 @@ def main() -> None:
             pipe.send("stop")
             dripping.join(10)
             receiver.shutdown()
-    database = "PostgreSQL" if os.environ.get("DATABASE_URL") else "SQLite"
-    broker = "Redis" if os.environ.get("REDIS_URL") else "filesystem broker"
+    return {
+        "backend": backend(env),
+        "cap": cap,
+        "held": held,
+        "open_at_end": sum(now for now, _ in state),
+        "most_open": max(most for _, most in state),
+        "alone": alone,
+        "beside": beside,
+        "rates": (alone_rate, beside_rate),
+    }
+
+
+def scenario(quick: bool = False) -> list[dict[str, Any]]:
+    from bench.run import row, say
+
+    healthy, drippers, per_dripper = (100, 10, 4) if quick else (300, 10, 8)
+    say(f"{healthy} healthy deliveries alone, then beside {drippers} drippers")
+    m = measure(healthy, drippers, per_dripper)
+    alone_p99, beside_p99 = percentile(m["alone"], 0.99), percentile(m["beside"], 0.99)
+    alone_rate, beside_rate = m["rates"]
+    where = f"{healthy} at {1 / PACE:.0f}/s, {m['backend']}"
+    return [
+        row(
+            NAME,
+            f"healthy p99 beside {drippers} drippers ({where})",
+            1000 * beside_p99,
+            "ms",
+            reference=1000 * alone_p99,
+        ),
+        row(
+            NAME, "healthy p99, beside the drippers / alone", beside_p99 / alone_p99, "x", "<= 1.5"
+        ),
+        row(
+            NAME,
+            "healthy deliveries/s, beside the drippers / alone",
+            beside_rate / alone_rate,
+            "x",
+            ">= 0.9",
+        ),
+        row(NAME, "most tries open at one dripper", m["most_open"], "", "<= 2"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--healthy", type=int, default=300, help="healthy deliveries per run")
+    parser.add_argument("--drippers", type=int, default=10)
+    parser.add_argument("--per-dripper", type=int, default=8, help="deliveries to each dripper")
+    args = parser.parse_args()
+    m = measure(args.healthy, args.drippers, args.per_dripper)
     print(f"Delivery isolation: {args.healthy} healthy deliveries, {1 / PACE:.0f}/s, one worker "
-          f"x {THREADS} threads, {database}, {broker}, cap {cap} per endpoint")  # fmt: skip
-    print(f"  drippers: {args.drippers} x {args.per_dripper} deliveries; tries open: {held} when "
-          f"the healthy run began, {sum(now for now, _ in state)} when it ended; "
-          f"most open at one dripper: {max(most for _, most in state)}")  # fmt: skip
-    for name, times in (("alone", alone), (f"beside {args.drippers} drippers", beside)):
+          f"x {THREADS} threads, {m['backend']}, at most {m['cap']} per endpoint")  # fmt: skip
+    print(f"  drippers: {args.drippers} x {args.per_dripper} deliveries; tries open: {m['held']} "
+          f"when the healthy run began, {m['open_at_end']} when it ended; "
+          f"most open at one dripper: {m['most_open']}")  # fmt: skip
+    for name, times in (("alone", m["alone"]), (f"beside {args.drippers} drippers", m["beside"])):
         print(f"  {name:22} p50 {percentile(times, 0.5) * 1000:7.1f} ms   "
               f"p99 {percentile(times, 0.99) * 1000:7.1f} ms   "
               f"mean {statistics.fmean(times) * 1000:7.1f} ms")  # fmt: skip
-    ratio = percentile(beside, 0.99) / percentile(alone, 0.99)
+    ratio = percentile(m["beside"], 0.99) / percentile(m["alone"], 0.99)
     print(f"  ratio p99 beside/alone: {ratio:.2f} (goal: at most 1.5)")
 
 

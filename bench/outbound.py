@@ -10,16 +10,26 @@ and drains them. The figure is deliveries per second from the first request
 to arrive to the last (the worker's start-up left out), or of what arrived
 within LIMIT seconds. The reference is the receiver's own capacity, measured
 in the same run by CLIENTS threads of this process posting to it directly.
+Beside it: the most requests the receiver had in flight at once, the
+endpoint's adaptive in-flight limit once the burst was drained, and the
+delivery worker's CPU time per delivery (its bookkeeping and its HTTP).
+
+Scenario 5, the retry schedule, runs beside it: as the worker starts on the
+burst, one agent reply goes to a second integrator that answers 500 at once.
+Its tries should reach that integrator 0, 3 and 6 s after the reply (± 0.5
+s), and the agent see the reply failed within 10 s.
 
     .venv/bin/python -m bench --only outbound [--quick]
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -31,6 +41,7 @@ from bench.run import row, say
 from bench.service import Service, backend, scenario_env
 
 NAME = "3 outbound"
+RETRIES = "5 retry schedule"
 REPLY_SECONDS = 0.1  # the integrator answers each request after this long
 CHATS = 100
 LIMIT = 90.0  # seconds the drain may take; a slower one is measured on what arrived
@@ -39,15 +50,19 @@ CLIENTS = 200  # threads of the direct client (more than the goal needs: 1000/s 
 
 class Receiver(ThreadingHTTPServer):
     """The integrator: HTTP/1.1 with keep-alive, a thread per connection, each
-    answer 200 after REPLY_SECONDS; counts the requests and when they came."""
+    answer 200 after REPLY_SECONDS; counts the requests, when they came and
+    the most it had in flight at once."""
 
     daemon_threads = True
     request_queue_size = 1024  # the default 5 makes connect()s wait on SYN retries
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 200, delay: float = REPLY_SECONDS) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.status, self.delay = status, delay
         self.lock = threading.Lock()
         self.arrivals: list[float] = []
+        self.in_flight = 0
+        self.peak = 0
 
     def url(self, path: str = "/a3") -> str:
         return f"http://127.0.0.1:{self.server_address[1]}{path}"
@@ -55,6 +70,7 @@ class Receiver(ThreadingHTTPServer):
     def clear(self) -> None:
         with self.lock:
             self.arrivals = []
+            self.peak = 0
 
     def count(self) -> int:
         with self.lock:
@@ -68,9 +84,13 @@ class _Handler(BaseHTTPRequestHandler):
         assert isinstance(self.server, Receiver)
         with self.server.lock:
             self.server.arrivals.append(time.monotonic())
+            self.server.in_flight += 1
+            self.server.peak = max(self.server.peak, self.server.in_flight)
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        time.sleep(REPLY_SECONDS)
-        self.send_response(200)
+        time.sleep(self.server.delay)
+        with self.server.lock:
+            self.server.in_flight -= 1
+        self.send_response(self.server.status)
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"{}")
@@ -99,17 +119,44 @@ def capacity(receiver: Receiver, seconds: float) -> float:
     return sum(done) / (time.monotonic() - began)
 
 
-def setup(receiver: Receiver, replies: int) -> None:
+def setup(receiver: Receiver, failing: Receiver, replies: int) -> Callable[[], Any]:
     """An agent with CHATS active chats on a Chat API channel whose A3 goes to
-    ``receiver``, and ``replies`` agent replies over them, not yet sent."""
+    ``receiver``, and ``replies`` agent replies over them, not yet sent; and
+    a chat on a channel whose A3 goes to ``failing``. Returns what posts one
+    reply in that chat (the message)."""
     agent, active = active_chats(receiver.url(), CHATS)
     from agents import services as chats
     from agents.content import Content
+    from channels_api.services import create_chat_api_channel
 
     say(f"{replies} replies over {CHATS} chats")
     for n in range(replies):
         text = Content("text", f"reply {n}", {})
         chats.post_agent_message(chat=active[n % CHATS], agent=agent, content=text)
+    channel, _ = create_chat_api_channel(name="Failing", webhook_url=failing.url(), agents=[agent])
+    client = chats.get_or_create_client(channel=channel.channel, external_id="failing")
+    hello = chats.post_client_message(client=client, content=Content("text", "hi", {}))
+    chat = chats.accept_chat(chat=hello.chat, agent=agent)
+    return lambda: chats.post_agent_message(
+        chat=chat, agent=agent, content=Content("text", "to a failing integrator", {})
+    )
+
+
+def retry_schedule(failing: Receiver, message: Any, posted: float) -> tuple[list[float], float]:
+    """Seconds from the reply to each try's arrival at ``failing``, and to its
+    delivery's failure, which marks the agent's message failed in the same
+    transaction (NaN: not failed by the end of the drain, or 20 s after the
+    reply when the drain was quicker)."""
+    from delivery.models import Delivery
+
+    time.sleep(max(0.0, posted + 20 - time.monotonic()))
+    failed = Delivery.objects.filter(
+        endpoint__url__startswith=failing.url(), status=Delivery.Status.FAILED
+    ).values_list("completed_at", flat=True)
+    at = failed.first()
+    seen = math.nan if at is None else (at - message.created).total_seconds()
+    with failing.lock:
+        return [arrived - posted for arrived in failing.arrivals], seen
 
 
 def drain(receiver: Receiver, replies: int) -> tuple[float, int, float]:
@@ -130,23 +177,36 @@ def drain(receiver: Receiver, replies: int) -> tuple[float, int, float]:
 
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
     replies = 300 if quick else 1000
-    receiver = Receiver()
-    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    receiver, failing = Receiver(), Receiver(status=500, delay=0.0)
+    for server in (receiver, failing):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with tempfile.TemporaryDirectory() as var:
             env = scenario_env("outbound", var)
             os.environ.update(env)
             say("seeding")
-            setup(receiver, replies)
+            post_failing = setup(receiver, failing, replies)
             say("the receiver's own capacity, direct")
             reference = capacity(receiver, 3.0 if quick else 5.0)
             receiver.clear()
             say(f"starting the delivery worker; it drains {replies} deliveries")
-            with Service(env, Path(var) / "logs", ("delivery",)):
+            with Service(env, Path(var) / "logs", ("delivery",)) as service:
+                began = service.cpu_seconds(("delivery",))
+                posted, message = time.monotonic(), post_failing()
                 rate, arrived, seconds = drain(receiver, replies)
+                cpu = service.cpu_seconds(("delivery",)) - began
+                tries, seen = retry_schedule(failing, message, posted)
             say(f"{arrived} arrived in {seconds:.1f} s")
+            from delivery.models import Endpoint
+
+            limits = Endpoint.objects.filter(url__startswith=receiver.url()).values_list(
+                "in_flight_limit", flat=True
+            )
+            limit = max(limits, default=0)
     finally:
         receiver.shutdown()
+        failing.shutdown()
+    off = max((abs(at - due) for at, due in zip(tries, (0, 3, 6), strict=False)), default=math.nan)
     return [
         row(
             NAME,
@@ -157,6 +217,19 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
             ">= 1000",
             reference=reference,
         ),
+        row(NAME, "most requests in flight to it at once", receiver.peak, "", ">= 100"),
+        row(NAME, "its in-flight limit after the burst", limit, "", ""),
+        row(NAME, "delivery worker's CPU per delivery", 1000 * cpu / max(arrived, 1), "ms"),
+        row(
+            RETRIES,
+            "tries to a failing integrator during the burst: "
+            + (" / ".join(f"{at:.1f}" for at in tries) or "none")
+            + " s (due 0 / 3 / 6); latest off by",
+            off if len(tries) == 3 else math.nan,
+            "s",
+            "<= 0.5",
+        ),
+        row(RETRIES, "the agent sees the reply failed after", seen, "s", "<= 10"),
     ]
 
 

@@ -38,7 +38,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 # In the order; a module missing from this checkout is left out.
-SCENARIOS = ("inbound", "reply_latency", "outbound", "live_streams", "agent_pages", "reports")
+SCENARIOS = (
+    "inbound",
+    "reply_latency",
+    "outbound",
+    "delivery_isolation",
+    "live_streams",
+    "agent_pages",
+    "reports",
+)
 COLUMNS = ("scenario", "figure", "value", "unit", "reference", "goal", "ok")
 
 

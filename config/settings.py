@@ -694,10 +694,15 @@ DELIVERY_MAX_COUNTDOWN_SECONDS = 60
 DELIVERY_RETRY_SCALE = env.float("DELIVERY_RETRY_SCALE", default=1.0)
 # A Retry-After header is honoured up to this many seconds.
 DELIVERY_MAX_RETRY_AFTER_SECONDS = 3600
-# Tries in flight to one endpoint at once, across every worker process; its
-# other due deliveries wait their turn. One slow target then holds at most
-# this many delivery threads (docs/delivery.md, "Many in flight").
-DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = env.int("DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT", default=2)
+# Tries in flight to one endpoint at once, across every worker process, are
+# limited by the endpoint's own limit (``Endpoint.in_flight_limit``): it starts
+# at 2, grows by one with each success answered within
+# DELIVERY_QUICK_REPLY_SECONDS and halves on a time-out, a connection error, a
+# 408, 429 or 5xx. Its other due deliveries wait their turn. A healthy receiver
+# thus gets up to this many in flight, and a slow or dead one one or two
+# (docs/delivery.md, "Many in flight").
+DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = env.int("DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT", default=256)
+DELIVERY_QUICK_REPLY_SECONDS = env.float("DELIVERY_QUICK_REPLY_SECONDS", default=1.0)
 CELERY_TASK_ROUTES = {"delivery.tasks.*": {"queue": "delivery"}}
 CELERY_BEAT_SCHEDULE["delivery-sweep"] = {
     "task": "delivery.tasks.sweep",

@@ -33,6 +33,11 @@ class Endpoint(models.Model):
     active = models.BooleanField(default=True)
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     disabled_reason = models.CharField(max_length=1000, blank=True, editable=False)
+    # Tries it may have in flight at once, across every worker process: one
+    # more after each quick success, half after a time-out, a connection error,
+    # a 408, 429 or 5xx (``delivery.policies.limit_after``); never above
+    # DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT. A new endpoint starts at 2.
+    in_flight_limit = models.PositiveIntegerField(db_default=2, editable=False)
     created = models.DateTimeField(default=timezone.now, editable=False)
     updated = models.DateTimeField(auto_now=True)
 
@@ -88,7 +93,7 @@ class Delivery(models.Model):
     # The lease covers the try's hard deadline: while it lasts, the try may
     # still be on the wire, and it holds one of its endpoint's slots.
     locked_until = models.DateTimeField(null=True, blank=True)
-    # Due, but all of its endpoint's slots (DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT)
+    # Due, but all of its endpoint's slots (its in_flight_limit)
     # were taken, or an earlier delivery was in line for one: it waits asleep
     # and gets a slot in turn.
     waiting_for_slot = models.BooleanField(default=False)

@@ -198,3 +198,20 @@ def judge(exchange: Exchange, *, now: datetime, policy: Policy | None = None) ->
         wait = retry_after_seconds(exchange.headers.get("retry-after"), now=now)
         return Verdict(delivered=False, final=False, error=error, retry_after=wait)
     return Verdict(delivered=False, final=True, error=error)
+
+
+def limit_after(limit: int, exchange: Exchange, *, ceiling: int, quick_seconds: float) -> int:
+    """An endpoint's in-flight limit after one try: additive increase,
+    multiplicative decrease, as TCP's congestion window.
+
+    A 2xx within ``quick_seconds`` raises it by one (up to ``ceiling``); a
+    time-out, a connection error, a 408, 429 or 5xx halves it (down to one):
+    signs that the receiver has more than it can take. Anything else — a
+    slow 2xx, a refusal, an address the guard refused — leaves it as it is.
+    """
+    code = exchange.status_code
+    if (code is None and exchange.retryable) or code in (408, 429) or (code or 0) >= 500:
+        return max(1, min(limit, ceiling) // 2)
+    if code is not None and 200 <= code < 300 and exchange.duration_ms < quick_seconds * 1000:
+        return min(ceiling, limit + 1)
+    return max(1, min(limit, ceiling))

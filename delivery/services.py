@@ -15,11 +15,13 @@ store the outcome and tell the owner in a second short transaction.
 ``sweep_overdue`` (a beat task) re-sends rows whose next try is overdue and
 whose message was lost or whose worker died.
 
-An endpoint has ``DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT`` slots: a claim takes
-one (its lease) under the endpoint's row lock, or the delivery waits asleep
+An endpoint has ``in_flight_limit`` slots: a claim takes one (its lease)
+under the endpoint's row lock, or the delivery waits asleep
 (``waiting_for_slot``) until a try of that endpoint ends and hands the slot
-to the first in line. So one slow target holds at most that many delivery
-threads.
+to the first in line. The limit adapts to the receiver as each try ends
+(``policies.limit_after``: grown by quick successes, halved by time-outs and
+errors), so a healthy receiver gets hundreds of tries in flight and a slow
+or dead one holds one or two delivery threads.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from django.utils import timezone
 from config.text import storable
 from delivery import handlers, signing, transport
 from delivery.models import Delivery, DeliveryAttempt, Endpoint
-from delivery.policies import Policy, get_policy, judge
+from delivery.policies import Policy, get_policy, judge, limit_after
 from delivery.ssrf import validate_endpoint_url
 
 __all__ = [
@@ -382,8 +384,9 @@ def _locked(delivery_id: int) -> Delivery | None:
     )
 
 
-def _lock_endpoint(endpoint_id: int) -> None:
-    """Lock the endpoint's row: a try takes or frees a slot under it.
+def _lock_endpoint(endpoint_id: int) -> int:
+    """Lock the endpoint's row: a try takes or frees a slot under it. Returns
+    its in-flight limit (``_limit``).
 
     Lock order, everywhere: the endpoint's row, then its deliveries' rows.
     (On SQLite, a no-op: its transactions take the database's write lock.)
@@ -394,7 +397,19 @@ def _lock_endpoint(endpoint_id: int) -> None:
     lock deadlocked with a web request that held that chat and enqueued to
     the same endpoint (seen with one developer webhook URL for every chat).
     """
-    Endpoint.objects.select_for_update(no_key=True).filter(pk=endpoint_id).first()
+    stored = (
+        Endpoint.objects.select_for_update(no_key=True)
+        .filter(pk=endpoint_id)
+        .values_list("in_flight_limit", flat=True)
+        .first()
+    )
+    return _limit(stored or 1)
+
+
+def _limit(stored: int) -> int:
+    """The tries an endpoint may have in flight: its own adaptive limit, within
+    1 and ``DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT``."""
+    return max(1, min(stored, settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT))
 
 
 def _claim(delivery_id: int) -> _Claim | None:
@@ -465,7 +480,7 @@ def _wait_if_full(delivery_id: int, endpoint_id: int) -> str:
         _wait_for_predecessor(delivery, now)
         return "done"
     in_flight = _in_flight(endpoint_id, now)
-    if in_flight < settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT:
+    if in_flight < _limit(delivery.endpoint.in_flight_limit):
         return "claim"
     _wait_for_slot(delivery, now, in_flight=in_flight)
     return "asleep"
@@ -493,7 +508,7 @@ def _claim_locked(delivery_id: int) -> _Claim | None:
     claim = _start(delivery, now) if _may_start(delivery, now) else None
     # Whatever this delivery did — started, went to wait, ended — the first
     # in line may now have a slot.
-    _wake_first_in_line(delivery.endpoint_id, now)
+    _wake_first_in_line(delivery.endpoint_id, now, limit=_limit(delivery.endpoint.in_flight_limit))
     return claim
 
 
@@ -519,13 +534,12 @@ def _may_start(delivery: Delivery, now: datetime) -> bool:
         return False
     # Deliveries in line before this one go first: one already waiting for a
     # slot blocks it; one whose message is still on the way keeps a slot.
-    # (Of those ahead, the first few tell: more than the free slots means no
-    # slot is left for this one anyway.)
-    cap = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
+    # (Counted, not read: at hundreds of slots, reading the rows ahead at
+    # every claim cost more than the try.)
     in_flight = _in_flight(delivery.endpoint_id, now)
+    free = _limit(delivery.endpoint.in_flight_limit) - in_flight
     ahead = _line(delivery.endpoint_id, now).filter(pk__lt=delivery.pk)
-    waiting_ahead = [] if in_flight >= cap else [d.waiting_for_slot for d in ahead[:cap]]
-    if in_flight + len(waiting_ahead) >= cap or any(waiting_ahead):
+    if free <= 0 or ahead[:free].count() >= free or ahead.filter(waiting_for_slot=True).exists():
         _wait_for_slot(delivery, now, in_flight=in_flight)
         return False
     return True
@@ -645,23 +659,25 @@ def _hand_over_free_slot(endpoint_id: int, *, carry_on: bool) -> _Claim | None:
     """After a commit that freed a slot or put a delivery to wait for one:
     when a slot is free and a delivery waits, wake the first in line (see
     ``_wake_first_in_line``; with ``carry_on``, its try is claimed for the
-    caller to make). Cheap when not: two reads, no lock."""
+    caller to make). Cheap when not: three reads, no lock."""
     now = timezone.now()
     waiting = Delivery.objects.filter(
         endpoint_id=endpoint_id, status=Status.PENDING, waiting_for_slot=True
     )
-    if _in_flight(endpoint_id, now) >= settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT or (
-        not waiting.exists()
-    ):
+    stored = Endpoint.objects.filter(pk=endpoint_id).values_list("in_flight_limit", flat=True)
+    if _in_flight(endpoint_id, now) >= _limit(stored.first() or 1) or not waiting.exists():
         return None
     with transaction.atomic():
-        _lock_endpoint(endpoint_id)
-        first = _wake_first_in_line(endpoint_id, timezone.now(), carry_on=carry_on)
+        limit = _lock_endpoint(endpoint_id)
+        first = _wake_first_in_line(endpoint_id, timezone.now(), limit=limit, carry_on=carry_on)
         return None if first is None else _claim_locked(first)
 
 
-def _wake_first_in_line(endpoint_id: int, now: datetime, *, carry_on: bool = False) -> int | None:
-    """Give the free slots to the first deliveries in line, in enqueue order.
+def _wake_first_in_line(
+    endpoint_id: int, now: datetime, *, limit: int, carry_on: bool = False
+) -> int | None:
+    """Give the free slots (of ``limit``) to the first deliveries in line, in
+    enqueue order.
 
     Called under the endpoint's row lock. With ``carry_on`` the caller takes
     the first in line and tries it itself (its id is returned): one asleep,
@@ -674,21 +690,32 @@ def _wake_first_in_line(endpoint_id: int, now: datetime, *, carry_on: bool = Fal
     marked as sent, so the sweep sends them again should a thread or a
     message be lost.
     """
-    free = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT - _in_flight(endpoint_id, now)
+    free = limit - _in_flight(endpoint_id, now)
     if free <= 0:
         return None
+    line = _line(endpoint_id, now)
     handed_over = None
-    for delivery in _line(endpoint_id, now)[:free]:
-        if carry_on and handed_over is None:
-            handed_over = delivery.pk
-        elif not delivery.waiting_for_slot:
-            continue  # its message is on the way
-        elif delivery.dispatched_at is None:
-            _dispatch_on_commit(delivery.pk)
-        else:
-            continue  # woken already
-        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=now, dispatched_at=now)
-        _log("delivery.woken", id=delivery.pk, endpoint=endpoint_id, carried_on=carry_on)
+    if carry_on:
+        first = line.first()
+        if first is None:
+            return None
+        handed_over = first.pk
+        line, free = line.filter(pk__gt=first.pk), free - 1
+    # Of the rest given a slot, only those asleep and not woken yet need
+    # anything; their rows alone are read (at hundreds of slots, reading the
+    # whole window at the end of every try cost more than the try).
+    asleep: list[int] = []
+    if free > 0:
+        window = line.values("pk")[:free]
+        sleeping = line.filter(pk__in=window, waiting_for_slot=True, dispatched_at__isnull=True)
+        asleep = list(sleeping.values_list("pk", flat=True))
+    woken = asleep if handed_over is None else [handed_over, *asleep]
+    if woken:
+        Delivery.objects.filter(pk__in=woken).update(next_attempt_at=now, dispatched_at=now)
+    for pk in woken:
+        if pk != handed_over:
+            _dispatch_on_commit(pk)
+        _log("delivery.woken", id=pk, endpoint=endpoint_id, carried_on=pk == handed_over)
     return handed_over
 
 
@@ -705,15 +732,32 @@ def _record(claim: _Claim, exchange: transport.Exchange, *, carry_on: bool) -> _
     """Store the try's outcome. With ``carry_on``, claims the try the caller
     makes next in the slot this try freed: this delivery's, when its next
     try is due at once and nobody is in line before it, else the first in
-    line's, if there is one."""
-    _lock_endpoint(claim.endpoint_id)
+    line's, if there is one. The endpoint's in-flight limit learns from the
+    try first, so a raised limit's new slot is handed out at once."""
+    limit = _adapt_limit(claim.endpoint_id, _lock_endpoint(claim.endpoint_id), exchange)
     now = timezone.now()
     first = _line(claim.endpoint_id, now).first()
     keep = carry_on and (first is None or first.pk > claim.delivery_id)
     if _store_outcome(claim, exchange, now, keep_due_retry=keep):
         return _claim_locked(claim.delivery_id)
-    handed_over = _wake_first_in_line(claim.endpoint_id, now, carry_on=carry_on)
+    handed_over = _wake_first_in_line(claim.endpoint_id, now, limit=limit, carry_on=carry_on)
     return None if handed_over is None else _claim_locked(handed_over)
+
+
+def _adapt_limit(endpoint_id: int, limit: int, exchange: transport.Exchange) -> int:
+    """The endpoint's in-flight limit after this try (``policies.limit_after``),
+    stored when it changed; under the endpoint's row lock."""
+    adapted = limit_after(
+        limit,
+        exchange,
+        ceiling=settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT,
+        quick_seconds=settings.DELIVERY_QUICK_REPLY_SECONDS,
+    )
+    if adapted != limit:
+        Endpoint.objects.filter(pk=endpoint_id).update(in_flight_limit=adapted)
+        if adapted < limit:
+            _log("delivery.limit_cut", endpoint=endpoint_id, limit=adapted)
+    return adapted
 
 
 def _store_outcome(

@@ -32,3 +32,10 @@ if DATABASES["default"]["ENGINE"] == "config.postgresql":  # noqa: F405
 # with DELIVERY_RETRY_SCALE=1. The variable, when set, wins.
 if "DELIVERY_RETRY_SCALE" not in os.environ:
     DELIVERY_RETRY_SCALE = 0.2
+
+# The slot tests (tests/delivery/test_slots.py, test_in_flight.py, ...) pin how
+# tries wait their turn at two in flight, the limit a new endpoint starts at;
+# tests/delivery/test_limit.py raises it to see the limit grow. The variable,
+# when set, wins.
+if "DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT" not in os.environ:
+    DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = 2
