@@ -30,7 +30,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
 from django.contrib import auth
 from django.db import connections
@@ -423,6 +423,7 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     """The stream: what it missed since ``after`` (or since it opened), then
     each event as it comes, a heartbeat comment when there is none."""
     listener.started = True  # from here its ``finally`` gives the slots back
+    release_request_thread()
     asked = bool(after)
     if not asked:
         after = await in_thread(newest_event_id)
@@ -460,6 +461,26 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     finally:
         hub.remove(listener)
         give_back(listener.holder, listener.lease_keys)
+
+
+def release_request_thread() -> None:
+    """Let the thread go that Django's ASGI handler keeps for this request.
+
+    The handler runs each request in an asgiref ``ThreadSensitiveContext``:
+    the request's synchronous code (every ``MiddlewareMixin`` middleware's
+    hooks) runs on a thread of its own, kept until the request ends. A
+    stream's request ends when the stream does, so each open stream held an
+    idle thread (its stack and Python state: most of its memory, and one
+    thread started per stream opened). By the time the stream begins, the
+    middleware and the view are done; the thread is shut down, and the
+    little synchronous code that runs as the request ends (closing the
+    answer) gets a thread of its own then.
+    """
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if context is not None:
+        executor = SyncToAsync.context_to_thread_executor.pop(context, None)
+        if executor is not None:
+            executor.shutdown(wait=False)
 
 
 def last_event_id(request: HttpRequest) -> int:
