@@ -53,6 +53,7 @@ T = TypeVar("T")
 QUEUE_SIZE = 1000  # events a slow stream may fall behind before it is closed
 REPLAY_LIMIT = 1000
 RECENT = 4096  # ids a hub remembers, so a row seen twice is handed on once
+HEARTBEAT: dict[str, Any] = {"kind": "heartbeat"}  # the hub's cue to a quiet stream
 
 
 @cache
@@ -95,6 +96,7 @@ class Listener:
     queue: asyncio.Queue[dict[str, Any] | None] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
     )
+    written: float = 0.0  # when it last wrote (the event loop's clock): heartbeats
 
     def named_by(self, change: dict[str, Any]) -> bool:
         """Whether an access change (``live.access_changed``) is about this stream."""
@@ -119,6 +121,10 @@ class Hub:
 
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
+        # The same, found by what they hear: an event goes to its client's
+        # streams and the agents', not past every visitor of the process.
+        self.by_client: dict[int, set[Listener]] = {}
+        self.agents: set[Listener] = set()
         self.task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.last_id = 0
@@ -129,12 +135,22 @@ class Hub:
         loop = asyncio.get_running_loop()
         if self.loop is not loop:  # a new event loop (a test's): start afresh on it
             self.listeners, self.task, self.loop = set(), None, loop
+            self.by_client, self.agents = {}, set()
         self.listeners.add(listener)
+        if listener.client_id is None:
+            self.agents.add(listener)
+        else:
+            self.by_client.setdefault(listener.client_id, set()).add(listener)
         if self.task is None:
             self.task = loop.create_task(self.run())
 
     def remove(self, listener: Listener) -> None:
         self.listeners.discard(listener)
+        self.agents.discard(listener)
+        if (same := self.by_client.get(listener.client_id or 0)) is not None:
+            same.discard(listener)
+            if not same:
+                del self.by_client[listener.client_id or 0]
 
     async def refresh_channels(self) -> None:
         """Follow changes of who is assigned to which channel (one query for
@@ -173,12 +189,22 @@ class Hub:
                 if listener.named_by(event["data"]):
                     self.close(listener)
             return
-        for listener in list(self.listeners):
+        heard = self.by_client.get(event["client_id"], ()) if event["for_client"] else ()
+        for listener in [*heard, *self.agents]:
             if listener.wants(event):
                 try:
                     listener.queue.put_nowait(event)
                 except asyncio.QueueFull:  # far behind: end it; it reconnects and replays
                     self.close(listener)
+
+    async def beat(self) -> None:
+        """A heartbeat to each stream that wrote nothing for two thirds of
+        ``LIVE_HEARTBEAT_SECONDS``: run every third of it, so none is silent
+        longer. One timer for the process, not a timeout for each stream."""
+        silent_since = asyncio.get_running_loop().time() - settings.LIVE_HEARTBEAT_SECONDS * 2 / 3
+        for listener in self.listeners:
+            if listener.written <= silent_since and listener.queue.empty():
+                listener.queue.put_nowait(HEARTBEAT)
 
     async def recheck_access(self) -> None:
         """End the streams whose credential no longer holds (one batch of
@@ -222,6 +248,7 @@ class Hub:
             access = loop.create_task(
                 self._every(settings.LIVE_ACCESS_SECONDS, self.recheck_access)
             )
+            beats = loop.create_task(self._every(settings.LIVE_HEARTBEAT_SECONDS / 3, self.beat))
             try:
                 while self.listeners:
                     try:
@@ -235,6 +262,7 @@ class Hub:
             finally:
                 members.cancel()
                 access.cancel()
+                beats.cancel()
         finally:
             # No await between the last look at the listeners and this: a
             # stream added meanwhile starts a new task.
@@ -441,22 +469,23 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
         for event in missed:
             sent.add(event["id"])
             yield sse(event)
+        clock = asyncio.get_running_loop().time
+        listener.written = clock()
         yield ": connected\n\n"
         while True:
-            try:
-                next_event: dict[str, Any] | None = await asyncio.wait_for(
-                    listener.queue.get(), timeout=settings.LIVE_HEARTBEAT_SECONDS
-                )
-            except TimeoutError:
-                yield ": heartbeat\n\n"
-                continue
+            next_event = await listener.queue.get()
             if next_event is None:
                 return  # fell too far behind: the browser reconnects and replays
+            if next_event is HEARTBEAT:
+                listener.written = clock()
+                yield ": heartbeat\n\n"
+                continue
             if next_event["id"] in sent or next_event["id"] <= after:
                 continue  # shown already: before the stream opened, or replayed
             sent.add(next_event["id"])
             if len(sent) > RECENT:
                 sent.clear()
+            listener.written = clock()
             yield sse(next_event)
     finally:
         hub.remove(listener)
