@@ -429,22 +429,17 @@ def sse(event: dict[str, Any]) -> str:
     return f"id: {event['id']}\nevent: {event['kind']}\ndata: {body}\n\n"
 
 
-async def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[str, Any]]:
+def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[str, Any]]:
     """What ``listener`` missed after event ``after``. When the stream ``asked``
     for it (Last-Event-ID) and some of it is no longer kept, a ``reset``
     comes first: the page must load its state afresh."""
-
-    def query() -> tuple[bool, list[dict[str, Any]]]:
-        rows = LiveEvent.objects.filter(id__gt=after, **listener.audience()).order_by("id")
-        missed = [as_dict(row) for row in rows[:REPLAY_LIMIT]]
-        # Events are forgotten oldest first: while event ``after`` is kept, so
-        # is every later one; once it is gone, some of what followed may be.
-        gone = asked and after > 0 and not LiveEvent.objects.filter(id=after).exists()
-        return (gone or len(missed) == REPLAY_LIMIT), missed
-
-    gap, missed = await in_thread(query)
+    rows = LiveEvent.objects.filter(id__gt=after, **listener.audience()).order_by("id")
+    missed = [as_dict(row) for row in rows[:REPLAY_LIMIT]]
+    # Events are forgotten oldest first: while event ``after`` is kept, so
+    # is every later one; once it is gone, some of what followed may be.
+    gone = asked and after > 0 and not LiveEvent.objects.filter(id=after).exists()
     reset = {"id": after, "kind": "reset", "data": {"reason": "events were missed"}}
-    return ([reset] if gap else []) + missed
+    return ([reset] if gone or len(missed) == REPLAY_LIMIT else []) + missed
 
 
 async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
@@ -460,11 +455,14 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     try:
         yield f"retry: {settings.LIVE_RETRY_MILLISECONDS}\n\n"
         # Also what committed between reading ``after`` and joining the hub.
-        missed = await replay(listener, after, asked=asked)
         # An access change that committed after the view read the credential
         # but before the stream joined the hub reached no stream: read it again
-        # now, after the replay's rows (a later change reaches the hub).
-        if await in_thread(lambda: lapsed([listener])):
+        # now, after the replay's rows (a later change reaches the hub). One
+        # trip to a thread and one database connection for both.
+        missed, gone = await in_thread(
+            lambda: (replay(listener, after, asked=asked), lapsed([listener]))
+        )
+        if gone:
             return
         for event in missed:
             sent.add(event["id"])
