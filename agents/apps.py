@@ -6,7 +6,12 @@ class AgentsConfig(AppConfig):
     verbose_name = "Conversations"
 
     def ready(self) -> None:
+        from django.db.models import Field
+
         from agents import audit, live, sessions, tasks, transcripts
+        from config.lookups import AnyOf
+
+        Field.register_lookup(AnyOf)
 
         audit.connect()
 

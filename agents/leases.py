@@ -124,7 +124,7 @@ def renew(*, held: Iterable[tuple[str, str]], seconds: float) -> None:
         except redis.RedisError as error:  # those taken in the database, then
             _redis_down("slots renewed", error)
     holders = {holder for _, holder in pairs}
-    StreamLease.objects.filter(holder__in=holders).update(expires=time.time() + seconds)
+    StreamLease.objects.filter(holder__any_of=holders).update(expires=time.time() + seconds)
 
 
 def release(*, holder: str, keys: Iterable[str]) -> None:

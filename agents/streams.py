@@ -30,7 +30,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
 from django.contrib import auth
 from django.db import connections
@@ -53,6 +53,7 @@ T = TypeVar("T")
 QUEUE_SIZE = 1000  # events a slow stream may fall behind before it is closed
 REPLAY_LIMIT = 1000
 RECENT = 4096  # ids a hub remembers, so a row seen twice is handed on once
+HEARTBEAT: dict[str, Any] = {"kind": "heartbeat"}  # the hub's cue to a quiet stream
 
 
 @cache
@@ -95,6 +96,7 @@ class Listener:
     queue: asyncio.Queue[dict[str, Any] | None] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
     )
+    written: float = 0.0  # when it last wrote (the event loop's clock): heartbeats
 
     def named_by(self, change: dict[str, Any]) -> bool:
         """Whether an access change (``live.access_changed``) is about this stream."""
@@ -119,6 +121,10 @@ class Hub:
 
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
+        # The same, found by what they hear: an event goes to its client's
+        # streams and the agents', not past every visitor of the process.
+        self.by_client: dict[int, set[Listener]] = {}
+        self.agents: set[Listener] = set()
         self.task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.last_id = 0
@@ -129,12 +135,22 @@ class Hub:
         loop = asyncio.get_running_loop()
         if self.loop is not loop:  # a new event loop (a test's): start afresh on it
             self.listeners, self.task, self.loop = set(), None, loop
+            self.by_client, self.agents = {}, set()
         self.listeners.add(listener)
+        if listener.client_id is None:
+            self.agents.add(listener)
+        else:
+            self.by_client.setdefault(listener.client_id, set()).add(listener)
         if self.task is None:
             self.task = loop.create_task(self.run())
 
     def remove(self, listener: Listener) -> None:
         self.listeners.discard(listener)
+        self.agents.discard(listener)
+        if (same := self.by_client.get(listener.client_id or 0)) is not None:
+            same.discard(listener)
+            if not same:
+                del self.by_client[listener.client_id or 0]
 
     async def refresh_channels(self) -> None:
         """Follow changes of who is assigned to which channel (one query for
@@ -173,12 +189,22 @@ class Hub:
                 if listener.named_by(event["data"]):
                     self.close(listener)
             return
-        for listener in list(self.listeners):
+        heard = self.by_client.get(event["client_id"], ()) if event["for_client"] else ()
+        for listener in [*heard, *self.agents]:
             if listener.wants(event):
                 try:
                     listener.queue.put_nowait(event)
                 except asyncio.QueueFull:  # far behind: end it; it reconnects and replays
                     self.close(listener)
+
+    async def beat(self) -> None:
+        """A heartbeat to each stream that wrote nothing for two thirds of
+        ``LIVE_HEARTBEAT_SECONDS``: run every third of it, so none is silent
+        longer. One timer for the process, not a timeout for each stream."""
+        silent_since = asyncio.get_running_loop().time() - settings.LIVE_HEARTBEAT_SECONDS * 2 / 3
+        for listener in self.listeners:
+            if listener.written <= silent_since and listener.queue.empty():
+                listener.queue.put_nowait(HEARTBEAT)
 
     async def recheck_access(self) -> None:
         """End the streams whose credential no longer holds (one batch of
@@ -227,6 +253,7 @@ class Hub:
             access = loop.create_task(
                 self._every(settings.LIVE_ACCESS_SECONDS, self.recheck_access)
             )
+            beats = loop.create_task(self._every(settings.LIVE_HEARTBEAT_SECONDS / 3, self.beat))
             try:
                 while self.listeners:
                     try:
@@ -240,6 +267,7 @@ class Hub:
             finally:
                 members.cancel()
                 access.cancel()
+                beats.cancel()
         finally:
             # No await between the last look at the listeners and this: a
             # stream added meanwhile starts a new task.
@@ -406,28 +434,24 @@ def sse(event: dict[str, Any]) -> str:
     return f"id: {event['id']}\nevent: {event['kind']}\ndata: {body}\n\n"
 
 
-async def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[str, Any]]:
+def replay(listener: Listener, after: int, *, asked: bool) -> list[dict[str, Any]]:
     """What ``listener`` missed after event ``after``. When the stream ``asked``
     for it (Last-Event-ID) and some of it is no longer kept, a ``reset``
     comes first: the page must load its state afresh."""
-
-    def query() -> tuple[bool, list[dict[str, Any]]]:
-        rows = LiveEvent.objects.filter(id__gt=after, **listener.audience()).order_by("id")
-        missed = [as_dict(row) for row in rows[:REPLAY_LIMIT]]
-        # Events are forgotten oldest first: while event ``after`` is kept, so
-        # is every later one; once it is gone, some of what followed may be.
-        gone = asked and after > 0 and not LiveEvent.objects.filter(id=after).exists()
-        return (gone or len(missed) == REPLAY_LIMIT), missed
-
-    gap, missed = await in_thread(query)
+    rows = LiveEvent.objects.filter(id__gt=after, **listener.audience()).order_by("id")
+    missed = [as_dict(row) for row in rows[:REPLAY_LIMIT]]
+    # Events are forgotten oldest first: while event ``after`` is kept, so
+    # is every later one; once it is gone, some of what followed may be.
+    gone = asked and after > 0 and not LiveEvent.objects.filter(id=after).exists()
     reset = {"id": after, "kind": "reset", "data": {"reason": "events were missed"}}
-    return ([reset] if gap else []) + missed
+    return ([reset] if gone or len(missed) == REPLAY_LIMIT else []) + missed
 
 
 async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     """The stream: what it missed since ``after`` (or since it opened), then
     each event as it comes, a heartbeat comment when there is none."""
     listener.started = True  # from here its ``finally`` gives the slots back
+    release_request_thread()
     asked = bool(after)
     if not asked:
         after = await in_thread(newest_event_id)
@@ -436,35 +460,59 @@ async def event_stream(listener: Listener, after: int) -> AsyncIterator[str]:
     try:
         yield f"retry: {settings.LIVE_RETRY_MILLISECONDS}\n\n"
         # Also what committed between reading ``after`` and joining the hub.
-        missed = await replay(listener, after, asked=asked)
         # An access change that committed after the view read the credential
         # but before the stream joined the hub reached no stream: read it again
-        # now, after the replay's rows (a later change reaches the hub).
-        if await in_thread(lambda: lapsed([listener])):
+        # now, after the replay's rows (a later change reaches the hub). One
+        # trip to a thread and one database connection for both.
+        missed, gone = await in_thread(
+            lambda: (replay(listener, after, asked=asked), lapsed([listener]))
+        )
+        if gone:
             return
         for event in missed:
             sent.add(event["id"])
             yield sse(event)
+        clock = asyncio.get_running_loop().time
+        listener.written = clock()
         yield ": connected\n\n"
         while True:
-            try:
-                next_event: dict[str, Any] | None = await asyncio.wait_for(
-                    listener.queue.get(), timeout=settings.LIVE_HEARTBEAT_SECONDS
-                )
-            except TimeoutError:
-                yield ": heartbeat\n\n"
-                continue
+            next_event = await listener.queue.get()
             if next_event is None:
                 return  # fell too far behind: the browser reconnects and replays
+            if next_event is HEARTBEAT:
+                listener.written = clock()
+                yield ": heartbeat\n\n"
+                continue
             if next_event["id"] in sent or next_event["id"] <= after:
                 continue  # shown already: before the stream opened, or replayed
             sent.add(next_event["id"])
             if len(sent) > RECENT:
                 sent.clear()
+            listener.written = clock()
             yield sse(next_event)
     finally:
         hub.remove(listener)
         give_back(listener.holder, listener.lease_keys)
+
+
+def release_request_thread() -> None:
+    """Let the thread go that Django's ASGI handler keeps for this request.
+
+    The handler runs each request in an asgiref ``ThreadSensitiveContext``:
+    the request's synchronous code (every ``MiddlewareMixin`` middleware's
+    hooks) runs on a thread of its own, kept until the request ends. A
+    stream's request ends when the stream does, so each open stream held an
+    idle thread (its stack and Python state: most of its memory, and one
+    thread started per stream opened). By the time the stream begins, the
+    middleware and the view are done; the thread is shut down, and the
+    little synchronous code that runs as the request ends (closing the
+    answer) gets a thread of its own then.
+    """
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if context is not None:
+        executor = SyncToAsync.context_to_thread_executor.pop(context, None)
+        if executor is not None:
+            executor.shutdown(wait=False)
 
 
 def last_event_id(request: HttpRequest) -> int:

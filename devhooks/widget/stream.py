@@ -70,7 +70,7 @@ def visitors_holding(pairs: set[tuple[int, str]]) -> set[tuple[int, str]]:
     client row still has that token and is not blacklisted, so an erasure
     that deletes the row or its token ends the stream too."""
     found = Client.objects.filter(
-        pk__in={client_id for client_id, _ in pairs}, blacklisted_at__isnull=True
+        pk__any_of={client_id for client_id, _ in pairs}, blacklisted_at__isnull=True
     ).values_list("pk", "visitor_key_hash")
     return {(pk, key_hash) for pk, key_hash in found if key_hash and (pk, key_hash) in pairs}
 

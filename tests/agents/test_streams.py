@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import requests
@@ -209,6 +210,28 @@ def test_idle_streams_hold_no_database_connection(alice: Agent, token: str) -> N
         for stream in streams:
             stream.close()
         server.stop()
+
+
+def test_open_streams_hold_no_thread_each(web: WebServer, alice: Agent, token: str) -> None:
+    """Django's ASGI handler keeps a thread for each request's synchronous
+    code until the request ends; an open stream lets it go. Forty open
+    streams: the web worker has about as many threads as before them (its
+    pools', a handful), not forty more."""
+    [worker] = web._workers()
+
+    def threads() -> int:
+        status = Path(f"/proc/{worker}/status").read_text()
+        return int(status.split("Threads:")[1].split()[0])
+
+    open_stream(web, token).close()  # the worker's pools have started their threads
+    before = threads()
+    streams = [open_stream(web, token) for _ in range(40)]
+    try:
+        # A thread ends a moment after its stream began: allow for that.
+        wait_for(lambda: threads() < before + 10, timeout=10)
+    finally:
+        for stream in streams:
+            stream.close()
 
 
 def test_old_events_are_forgotten_and_a_late_reconnect_is_told_to_reload(
