@@ -115,7 +115,7 @@ class Page:
                     "127.0.0.1", self.port, limit=1 << 22
                 )
             reader, writer = self.connection
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n{self.cookie}\r\n".encode())
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.cookie}\r\n".encode())
             try:
                 await writer.drain()
                 status = await reader.readline()
@@ -158,7 +158,7 @@ class Page:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 20)
         self.requests += 1
         path = f"/agent/stream?last_event_id={self.last_event}"
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n{self.cookie}\r\n".encode())
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.cookie}\r\n".encode())
         await writer.drain()
         kind = ""
         try:
