@@ -109,7 +109,8 @@ bench: $(STAMP)
 
 # Half an hour of mixed traffic, watching memory, tables and latency
 # (bench/soak.py, docs/operations.md "Soak"); not part of make test.
-# SOAK_ARGS: --minutes 5 for a shorter one.
+# SOAK_ARGS: --minutes 5 for a shorter one; --faults for rounds of the fault
+# run instead (workers killed, Redis and PostgreSQL restarted under traffic).
 soak: $(STAMP)
 	$(PY) -m bench.soak $(SOAK_ARGS)
 

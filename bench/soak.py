@@ -20,6 +20,16 @@ At the end it judges, after the warm-up (the first fifth of the run):
   the first interval after the warm-up.
 
     .venv/bin/python -m bench.soak [--minutes 30] [--rate 20] [--interval 60]
+
+``--faults`` runs the fault run instead (tests/reliability/fault_run.py, the
+one CI runs once): rounds of its traffic, each with its faults (the delivery
+worker SIGKILLed twice, Redis and PostgreSQL restarted once), on the same
+processes until ``--minutes`` have passed, then its checks; ``--rounds N``
+runs N rounds whatever the time, ``--size F`` F times the suite's traffic a
+round. It needs what the suite's fault tests need
+(``initdb``, ``pg_ctl`` run as the ``postgres`` user, ``redis-server``).
+
+    .venv/bin/python -m bench.soak --faults [--minutes 30] [--rounds N] [--size 1]
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import os
 import statistics
 import tempfile
@@ -299,6 +310,46 @@ def describe(sample: dict[str, Any]) -> str:
     return f"MiB {memory} | p99 ms {p99} | rows {bounded} | failed {dict(sample['failed'])}"
 
 
+def fault_soak(minutes: float, rounds: int | None, size: float) -> list[dict[str, Any]]:
+    """Rounds of the fault run until ``minutes`` have passed (or ``rounds``),
+    each with ``size`` times the suite's traffic."""
+    with tempfile.TemporaryDirectory() as var:
+        os.environ.update(DJANGO_SETTINGS_MODULE="config.settings", VAR_DIR=var)
+        import django
+
+        django.setup()
+        from tests.reliability.fault_run import FaultRun, Shape
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the target's line a request
+
+        ends = time.monotonic() + minutes * 60
+        say("starting PostgreSQL, Redis, web, worker, delivery and beat of the run's own")
+        with FaultRun(Path(var) / "run", Shape().scaled(size)) as fault_run:
+            while (len(fault_run.rounds) < rounds) if rounds else time.monotonic() < ends:
+                fault_run.round()
+                say(f"round {len(fault_run.rounds)} done: {', '.join(fault_run.counts.faults)}")
+            try:
+                counts, failure = fault_run.check(), ""
+            except AssertionError as error:
+                counts, failure = fault_run.counts, str(error).splitlines()[0]
+    for line in counts.lines():
+        say(line)
+    shape = f"{len(fault_run.rounds)} rounds of {size:g}x the suite's traffic"
+    checks_failed = "checks failed" + (f" ({failure})" if failure else "")
+    figures: list[tuple[str, float, str, str]] = [  # figure, value, unit, goal
+        (f"{shape}: faults ({', '.join(counts.faults)})", len(counts.faults), "", ""),
+        (checks_failed, int(bool(failure)), "", "== 0"),
+        ("messages stored more than once", sum(counts.duplicates_stored.values()), "", "== 0"),
+        ("replies delivered", counts.delivered, "", ""),
+        ("duplicate arrivals (same webhook-id)", counts.duplicates_delivered, "", ""),
+        ("max delivery delay", counts.max_delivery_delay, "s", ""),
+        ("deliveries pending after the sweep", counts.pending_after_sweep, "", "== 0"),
+        ("answers 503 (a dependency down)", counts.statuses["503"], "", ""),
+        ("run time", counts.seconds / 60, "min", ""),
+    ]
+    return [row(NAME, f"faults: {f}", value, unit, goal) for f, value, unit, goal in figures]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -306,11 +357,20 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--rate", type=float, default=20, help="operations a second, all kinds")
     parser.add_argument("--interval", type=float, default=60, help="seconds between samples")
+    parser.add_argument("--faults", action="store_true", help="the fault run, in rounds")
+    parser.add_argument("--rounds", type=int, help="with --faults: this many rounds")
+    parser.add_argument(
+        "--size", type=float, default=1.0, help="with --faults: each round's traffic, x the suite's"
+    )
     args = parser.parse_args()
     started = datetime.now(UTC)
-    rows = soak(args.minutes, args.rate, args.interval)
-    shape = {"started": started.isoformat(timespec="seconds"), "seconds": round(args.minutes * 60),
-             "quick": False, "scenarios": ["soak"]}  # fmt: skip
+    if args.faults:
+        rows = fault_soak(args.minutes, args.rounds, args.size)
+    else:
+        rows = soak(args.minutes, args.rate, args.interval)
+    seconds = (datetime.now(UTC) - started).total_seconds()
+    shape = {"started": started.isoformat(timespec="seconds"), "seconds": round(seconds),
+             "quick": False, "scenarios": ["soak-faults" if args.faults else "soak"]}  # fmt: skip
     path = write(rows, shape, ROOT / "bench" / "results" / "soak")
     print(table(rows))
     print(f"written to {path.relative_to(ROOT)}")

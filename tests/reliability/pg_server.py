@@ -38,8 +38,14 @@ class PostgresServer:
     """One PostgreSQL cluster, in a folder that goes with it, on the first of
     ``ports`` it could take (``start``)."""
 
-    def __init__(self, ports: range) -> None:
+    def __init__(self, ports: range, *, durable_commits: bool = False) -> None:
+        """``durable_commits``: a commit waits for its WAL to be written
+        (``synchronous_commit``), so that a stop with ``-m immediate`` (a
+        crash) keeps every commit a client was told of. Off, the last
+        fraction of a second's commits may be lost, which a test that counts
+        what was stored across a restart would see."""
         self.ports = ports
+        self.durable_commits = durable_commits
         self.port = ports[0]
         self.started_once = False
         self.root = Path(tempfile.mkdtemp(prefix="pg-"))
@@ -71,10 +77,13 @@ class PostgresServer:
         raise RuntimeError(f"no port of {self.ports} was free:\n{self.log.read_text()}")
 
     def _start(self) -> None:
-        # No durability asked of a test's throwaway cluster: fsync off.
+        # No durability asked of a test's throwaway cluster against the
+        # machine's crash: fsync off. A server's crash loses no commit with
+        # ``durable_commits`` (the WAL is written, if not flushed to disk).
+        synchronous_commit = "on" if self.durable_commits else "off"
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            f"-c fsync=off -c synchronous_commit={synchronous_commit} -c full_page_writes=off"
         )
         _as_postgres(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start"
