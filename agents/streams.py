@@ -512,6 +512,10 @@ def release_request_thread() -> None:
     if context is not None:
         executor = SyncToAsync.context_to_thread_executor.pop(context, None)
         if executor is not None:
+            # Its last work: give back the database connections it opened
+            # (the session's read), which are the thread's own; gone with the
+            # thread, a pooled one never came back to the web process's pool.
+            executor.submit(connections.close_all)
             executor.shutdown(wait=False)
 
 

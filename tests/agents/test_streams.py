@@ -234,6 +234,27 @@ def test_open_streams_hold_no_thread_each(web: WebServer, alice: Agent, token: s
             stream.close()
 
 
+def test_page_streams_give_their_database_connections_back(web: WebServer, alice: Agent) -> None:
+    """A page's stream reads its session on the thread it then lets go; the
+    connection of that thread went with it, never back to the web process's
+    pool (DATABASE_POOL_SIZE, 10): after ten page streams every request
+    waited 30 s for a connection (CI: thirty browser tests timed out)."""
+    browser = Browser()
+    browser.force_login(alice)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    for _ in range(12):
+        stream = Reader(f"{web.base_url}/agent/stream", Cookie=cookie)
+        try:
+            wait_for(lambda: "connected" in stream.comments, timeout=10)  # noqa: B023
+        finally:
+            stream.close()
+
+    started = time.monotonic()
+    page = requests.get(f"{web.base_url}/agent/", headers={"Cookie": cookie}, timeout=20)
+
+    assert (page.status_code, time.monotonic() - started < 5) == (200, True)
+
+
 def test_old_events_are_forgotten_and_a_late_reconnect_is_told_to_reload(
     web: WebServer, alice: Agent, token: str
 ) -> None:
