@@ -696,7 +696,9 @@ def _wake_first_in_line(
     line = _line(endpoint_id, now)
     handed_over = None
     if carry_on:
-        first = line.first()
+        # Due now or asleep: a retry due a moment from now is in line (the
+        # leeway of an early message, EARLY_TOLERANCE) but waits its delay.
+        first = line.filter(Q(waiting_for_slot=True) | Q(next_attempt_at__lte=now)).first()
         if first is None:
             return None
         handed_over = first.pk

@@ -172,3 +172,22 @@ def test_redeliver_starts_afresh_out_of_the_queue(target: Target, endpoint: Endp
 
     delivery.refresh_from_db()
     assert delivery.status == Delivery.Status.PENDING and not delivery.waiting_for_slot
+
+
+def test_a_slot_freed_a_moment_before_a_retry_is_due_does_not_bring_it_forward(
+    target: Target, endpoint: Endpoint
+) -> None:
+    """The try that frees a slot hands it to the first delivery in line. A
+    retry due within EARLY_TOLERANCE (0.5 s: the leeway of a message that
+    comes early) counted as in line and went at once, not after its delay
+    (CI: a failing integrator's tries 0.23 s and 0.09 s apart, against 0.6 s)."""
+    retry = send(endpoint, {"n": 1})
+    Delivery.objects.filter(pk=retry.pk).update(
+        next_attempt_at=timezone.now() + timedelta(seconds=0.3), dispatched_at=timezone.now()
+    )
+
+    handed_over = services._wake_first_in_line(endpoint.pk, timezone.now(), limit=2, carry_on=True)
+
+    assert handed_over is None
+    retry.refresh_from_db()
+    assert retry.next_attempt_at > timezone.now()  # type: ignore[operator]
