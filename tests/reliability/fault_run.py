@@ -55,6 +55,7 @@ import psycopg
 import requests
 
 from tests.delivery.target import Target
+from tests.reliability import outage
 from tests.reliability.pg_server import PostgresServer
 from tests.reliability.redis_server import RedisServer
 from tests.web.server import WebServer
@@ -185,14 +186,9 @@ class Service:
         var_dir = folder / "var"
         var_dir.mkdir()
         self.env = {
-            "DATABASE_URL": self.postgres.url(DATABASE),
+            **outage.production_env(self.postgres.url(DATABASE), var_dir),
             "REDIS_URL": self.redis.url(0),
             "REDIS_CACHE_URL": self.redis.url(1),
-            "VAR_DIR": str(var_dir),
-            "DEBUG": "false",
-            "SECRET_KEY": f"fault-run-{uuid.uuid4().hex}{uuid.uuid4().hex}",
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
             # Every party is this one process on 127.0.0.1.
             "CHAT_API_RATE_LIMIT_PER_SECOND": "0",
             "BOT_API_RATE_LIMIT_PER_SECOND": "0",
@@ -223,13 +219,7 @@ class Service:
         self.beat = Beat(self.env, folder)
 
     def _run(self, *command: str) -> str:
-        done = subprocess.run(
-            [sys.executable, *command], cwd=ROOT, env={**os.environ, **self.env},
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-        return done.stdout
+        return outage.run(self.env, *command)
 
     def stop(self) -> None:
         for stop in (self.beat.stop, self.delivery.stop, self.worker.stop, self.web.stop):

@@ -50,26 +50,32 @@ def outage_env(outage_postgres: PostgresServer) -> dict[str, str]:
     no Redis, its own VAR_DIR (broker and cache folders)."""
     var_dir = Path(settings.VAR_DIR) / f"pg-down-{uuid.uuid4().hex[:8]}"
     var_dir.mkdir()
+    return {**production_env(outage_postgres.url(DATABASE), var_dir), "REDIS_URL": ""}
+
+
+def production_env(database_url: str, var_dir: Path) -> dict[str, str]:
+    """The settings of a fault test's processes: production's (DEBUG off), a
+    database and VAR_DIR of the test's own; the seeded channels' webhooks
+    point at 127.0.0.1."""
     return {
-        "DATABASE_URL": outage_postgres.url(DATABASE),
-        "REDIS_URL": "",
+        "DATABASE_URL": database_url,
         "VAR_DIR": str(var_dir),
         "DEBUG": "false",
         "SECRET_KEY": f"reliability-{uuid.uuid4().hex}{uuid.uuid4().hex}",
         "ALLOWED_HOSTS": "127.0.0.1",
-        # The seeded channels' webhooks point at 127.0.0.1 (nothing is sent).
         "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
     }
 
 
-def run(env: dict[str, str], *command: str) -> str:
+def run(env: dict[str, str], *command: str, timeout: float = 180) -> str:
+    """``python *command`` with ``env`` over this process's environment; its output."""
     done = subprocess.run(
         [sys.executable, *command],
         cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
