@@ -38,6 +38,9 @@ class Endpoint(models.Model):
     # a 408, 429 or 5xx (``delivery.policies.limit_after``); never above
     # DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT. A new endpoint starts at 2.
     in_flight_limit = models.PositiveIntegerField(db_default=2, editable=False)
+    # Tries holding one of its slots now: the deliveries with ``holds_slot``,
+    # counted as each takes or gives back a slot (``delivery.services``).
+    in_flight = models.IntegerField(db_default=0, editable=False)
     created = models.DateTimeField(default=timezone.now, editable=False)
     updated = models.DateTimeField(auto_now=True)
 
@@ -97,6 +100,10 @@ class Delivery(models.Model):
     # were taken, or an earlier delivery was in line for one: it waits asleep
     # and gets a slot in turn.
     waiting_for_slot = models.BooleanField(default=False)
+    # Holds one of its endpoint's slots (counted in ``Endpoint.in_flight``):
+    # from the start of a try until its outcome is stored — or, when its
+    # worker was lost, until its lease has run out and the slot is taken back.
+    holds_slot = models.BooleanField(db_default=False, default=False)
     # When the latest Celery message for this row is due to run; the sweep
     # re-sends only when that is long past (a lost message), not every time.
     dispatched_at = models.DateTimeField(null=True, blank=True)
@@ -123,11 +130,18 @@ class Delivery(models.Model):
                 condition=Q(status="pending"),
                 name="delivery_order_idx",
             ),
-            # Slots: "how many tries of this endpoint are in flight?"
+            # Slots: "which slots of this endpoint are held past their lease?"
             models.Index(
                 fields=["endpoint", "locked_until"],
-                condition=Q(status="pending"),
-                name="delivery_in_flight_idx",
+                condition=Q(holds_slot=True),
+                name="delivery_slot_held_idx",
+            ),
+            # "Is a delivery of this endpoint enqueued before this one asleep,
+            # waiting for a slot?"
+            models.Index(
+                fields=["endpoint", "id"],
+                condition=Q(status="pending", waiting_for_slot=True),
+                name="delivery_slot_wait_idx",
             ),
             # "Which delivery of this endpoint is first in line for a slot?"
             models.Index(

@@ -36,13 +36,14 @@ from typing import Any
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from config.text import storable
 from delivery import handlers, signing, transport
 from delivery.models import Delivery, DeliveryAttempt, Endpoint
-from delivery.policies import Policy, get_policy, judge, limit_after
+from delivery.policies import Policy, Verdict, get_policy, judge, limit_after
 from delivery.ssrf import validate_endpoint_url
 
 __all__ = [
@@ -259,6 +260,7 @@ def redeliver(*, delivery: Delivery) -> Delivery:
     current.dispatched_at = now
     current.locked_until = None
     current.waiting_for_slot = False
+    current.holds_slot = False  # (a final delivery holds none)
     current.expires_at = _expiry(get_policy(current.policy), now)
     current.last_error = ""
     current.reply_body = None
@@ -289,7 +291,9 @@ def forget(*, delivery_ids: list[int], reason: str) -> int:
             pk__in=delivery_ids, status=Status.PENDING
         )
         for delivery in pending.order_by("pk"):
+            held = delivery.holds_slot
             _finish_dropped(delivery, now, reason=reason)
+            _give_back(delivery.endpoint_id, 1 if held else 0)
             dropped += 1
         Delivery.objects.filter(pk__in=delivery_ids).update(body=FORGOTTEN_BODY, reply_body=None)
         DeliveryAttempt.objects.filter(delivery_id__in=delivery_ids).update(
@@ -370,8 +374,8 @@ def attempt_delivery(*, delivery_id: int) -> None:
         endpoint_id = claim.endpoint_id
         claim = _record(claim, exchange, carry_on=carry_on)
         if claim is None:
-            # A delivery that went to wait without the lock while this try
-            # ended may have been missed by ``_record``: look again.
+            # A delivery that went to wait while this try ended may have been
+            # missed by ``_record``: look again.
             claim = _hand_over_free_slot(endpoint_id, carry_on=carry_on)
 
 
@@ -384,28 +388,6 @@ def _locked(delivery_id: int) -> Delivery | None:
     )
 
 
-def _lock_endpoint(endpoint_id: int) -> int:
-    """Lock the endpoint's row: a try takes or frees a slot under it. Returns
-    its in-flight limit (``_limit``).
-
-    Lock order, everywhere: the endpoint's row, then its deliveries' rows.
-    (On SQLite, a no-op: its transactions take the database's write lock.)
-
-    FOR NO KEY UPDATE: it excludes the other workers, yet lets a web process
-    insert a delivery for this endpoint meanwhile (the foreign key check takes
-    FOR KEY SHARE). With FOR UPDATE, a result handler that waits for a chat's
-    lock deadlocked with a web request that held that chat and enqueued to
-    the same endpoint (seen with one developer webhook URL for every chat).
-    """
-    stored = (
-        Endpoint.objects.select_for_update(no_key=True)
-        .filter(pk=endpoint_id)
-        .values_list("in_flight_limit", flat=True)
-        .first()
-    )
-    return _limit(stored or 1)
-
-
 def _limit(stored: int) -> int:
     """The tries an endpoint may have in flight: its own adaptive limit, within
     1 and ``DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT``."""
@@ -415,29 +397,26 @@ def _limit(stored: int) -> int:
 def _claim(delivery_id: int) -> _Claim | None:
     """Start the due try of ``delivery_id``, or leave it waiting or ended.
 
-    A delivery that finds every slot of its endpoint taken goes to wait
-    without the endpoint's lock (``_wait_if_full``). That lock is for the
-    tries that take and free slots: a burst of messages for a busy endpoint
-    used to queue on it, and each try that freed a slot, then its hand-over,
-    waited behind every message the broker had handed out before them (with
-    32 threads, about a second per try).
+    Only the delivery's own row is locked while it looks; a slot is taken by
+    one conditional statement at the end (``_take_slot``). A delivery that
+    finds every slot taken goes to wait, then looks once more whether one
+    freed meanwhile (``_hand_over_free_slot``): the try that freed it may
+    not have seen it waiting.
     """
-    endpoint_id = (
-        Delivery.objects.filter(pk=delivery_id).values_list("endpoint_id", flat=True).first()
-    )
-    if endpoint_id is None:
-        _log("delivery.missing", level=logging.WARNING, id=delivery_id)
-        return None
-    look = _wait_if_full(delivery_id, endpoint_id)
-    if look == "done":
-        return None
-    if look == "asleep":
-        # It went to wait for a slot: one freed since it looked (whose try's
-        # end may not have seen it waiting) goes to the first in line.
-        return _hand_over_free_slot(endpoint_id, carry_on=True)
     with transaction.atomic():
-        _lock_endpoint(endpoint_id)
-        return _claim_locked(delivery_id)
+        delivery = _locked(delivery_id)
+        now = timezone.now()
+        if not _ready(delivery, now):
+            if delivery is None:
+                _log("delivery.missing", level=logging.WARNING, id=delivery_id)
+            return None
+        assert delivery is not None
+        in_line = delivery.waiting_for_slot
+        claim = _start_in_slot(delivery, now)
+    if claim is None and (in_line or delivery.waiting_for_slot):
+        # It went to wait for a slot, or it ended while it waited for one.
+        return _hand_over_free_slot(delivery.endpoint_id, carry_on=True)
+    return claim
 
 
 def _ready(delivery: Delivery | None, now: datetime) -> bool:
@@ -456,68 +435,39 @@ def _ready(delivery: Delivery | None, now: datetime) -> bool:
     return not reason
 
 
-@transaction.atomic
-def _wait_if_full(delivery_id: int, endpoint_id: int) -> str:
-    """Look at the delivery without its endpoint's lock: ``"done"`` when there
-    is nothing to try or it went to wait for an earlier delivery with its
-    ordering key, ``"asleep"`` when every slot was taken and it went to wait
-    for one, ``"claim"`` when it may take a slot or must end (the locked
-    claim's business).
+def _start_in_slot(delivery: Delivery, now: datetime, *, handed: bool = False) -> _Claim | None:
+    """Under the delivery's row lock: start its try in a slot of its endpoint,
+    or end it, or leave it waiting (for an earlier delivery with its key, or
+    for a slot: then ``waiting_for_slot`` is set on the instance).
 
-    Without the lock, a slot may free while this looks; the caller looks
-    again after this commits (``_hand_over_free_slot``), and so does the
-    thread whose try freed it (``attempt_delivery``): one of the two sees
-    the other's change, so a waiting delivery is never left with a free slot.
+    The slot is the one it still holds (its last try's worker was lost and
+    the lease ran out), the one ``handed`` to it by a try that ended, or a
+    free one it takes now — unless a delivery enqueued before it already
+    waits for one: those go first. A slot it held or was handed and does not
+    use is given back.
     """
-    delivery = _locked(delivery_id)
-    now = timezone.now()
-    if not _ready(delivery, now):
-        return "done"
-    assert delivery is not None
-    if not _startable(delivery, now):
-        return "claim"
-    if delivery.ordering_key and _has_pending_predecessor(delivery):
-        _wait_for_predecessor(delivery, now)
-        return "done"
-    in_flight = _in_flight(endpoint_id, now)
-    if in_flight < _limit(delivery.endpoint.in_flight_limit):
-        return "claim"
-    _wait_for_slot(delivery, now, in_flight=in_flight)
-    return "asleep"
-
-
-def _startable(delivery: Delivery, now: datetime) -> bool:
-    """Nothing ends this delivery before its try: no try of a lost worker to
-    close, tries left, not stale, its endpoint on."""
-    policy = get_policy(delivery.policy)
-    return (
-        delivery.attempts < policy.max_attempts
-        and (delivery.expires_at is None or now < delivery.expires_at)
-        and delivery.endpoint.active
-        and not DeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).exists()
-    )
-
-
-def _claim_locked(delivery_id: int) -> _Claim | None:
-    """Start the delivery's try if it may take a slot, under its endpoint's lock."""
-    delivery = _locked(delivery_id)
-    now = timezone.now()
-    if not _ready(delivery, now):
+    own = delivery.holds_slot
+    if not _may_start(delivery, now):
+        if own:  # (a handed slot stays the hand-over's to give)
+            _give_back(delivery.endpoint_id, 1)
         return None
-    assert delivery is not None
-    claim = _start(delivery, now) if _may_start(delivery, now) else None
-    # Whatever this delivery did — started, went to wait, ended — the first
-    # in line may now have a slot.
-    _wake_first_in_line(delivery.endpoint_id, now, limit=_limit(delivery.endpoint.in_flight_limit))
-    return claim
+    logged = DeliveryAttempt.objects.filter(delivery=delivery).count() + 1
+    if not (own or handed) and not _slot_taken(delivery):
+        _wait_for_slot(delivery, now)
+        return None
+    return _start(delivery, now, logged=logged)
 
 
 def _may_start(delivery: Delivery, now: datetime) -> bool:
-    """Whether a try may start now; if not, the delivery ends or waits."""
+    """Whether a try may start now; if not, the delivery ends or waits for
+    the earlier delivery with its ordering key (its slot, if it held one,
+    is then no longer its: ``holds_slot`` is cleared)."""
     policy = get_policy(delivery.policy)
-    DeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).update(
-        finished_at=now, error="no result: the worker was lost during this try"
-    )
+    if delivery.locked_until is not None:
+        # A lease was taken and never given back: its worker was lost mid-try.
+        DeliveryAttempt.objects.filter(delivery=delivery, finished_at__isnull=True).update(
+            finished_at=now, error="no result: the worker was lost during this try"
+        )
     if delivery.attempts >= policy.max_attempts:
         # The last try's outcome was never stored (its worker died, or storing
         # it failed): end here rather than try beyond the policy.
@@ -532,26 +482,16 @@ def _may_start(delivery: Delivery, now: datetime) -> bool:
     if not delivery.endpoint.active:
         _finish_failed(delivery, now, error="endpoint is disabled", counts=False)
         return False
-    # Deliveries in line before this one go first: one already waiting for a
-    # slot blocks it; one whose message is still on the way keeps a slot.
-    # (Counted, not read: at hundreds of slots, reading the rows ahead at
-    # every claim cost more than the try.)
-    in_flight = _in_flight(delivery.endpoint_id, now)
-    free = _limit(delivery.endpoint.in_flight_limit) - in_flight
-    ahead = _line(delivery.endpoint_id, now).filter(pk__lt=delivery.pk)
-    if free <= 0 or ahead[:free].count() >= free or ahead.filter(waiting_for_slot=True).exists():
-        _wait_for_slot(delivery, now, in_flight=in_flight)
-        return False
     return True
 
 
-def _start(delivery: Delivery, now: datetime) -> _Claim:
-    """Count the try, take the lease, log the try; the request is the caller's."""
+def _start(delivery: Delivery, now: datetime, *, logged: int) -> _Claim:
+    """Count the try, take the lease, log the try as number ``logged`` (the
+    log numbers every try, redeliveries included); the request is the
+    caller's. The delivery holds its slot until the try's outcome is stored."""
     policy = get_policy(delivery.policy)
     endpoint = delivery.endpoint
     number = delivery.attempts + 1  # this round's count, which the policy limits
-    # The log numbers every try, redeliveries included, so it stays true.
-    logged = DeliveryAttempt.objects.filter(delivery=delivery).count() + 1
     body = delivery.body.encode()
     headers = {
         "Content-Type": "application/json",
@@ -570,6 +510,7 @@ def _start(delivery: Delivery, now: datetime) -> _Claim:
         locked_until=now + timedelta(seconds=policy.lease_seconds),
         dispatched_at=None,
         waiting_for_slot=False,
+        holds_slot=True,
     )
     attempt = DeliveryAttempt.objects.create(
         delivery=delivery,
@@ -595,8 +536,12 @@ def _start(delivery: Delivery, now: datetime) -> _Claim:
 def _wait_for_predecessor(delivery: Delivery, now: datetime) -> None:
     """Asleep until the earlier delivery with its key ends (``_wake_successor``)."""
     Delivery.objects.filter(pk=delivery.pk).update(
-        next_attempt_at=now + ORDER_RECHECK, dispatched_at=None, waiting_for_slot=False
+        next_attempt_at=now + ORDER_RECHECK,
+        dispatched_at=None,
+        waiting_for_slot=False,
+        holds_slot=False,
     )
+    delivery.waiting_for_slot = False
     _log("delivery.waiting_for_predecessor", id=delivery.pk)
 
 
@@ -610,35 +555,79 @@ def _has_pending_predecessor(delivery: Delivery) -> bool:
 
 
 # --- slots: tries in flight per endpoint ---------------------------------------
+#
+# ``Endpoint.in_flight`` counts the deliveries whose ``holds_slot`` is set:
+# each change of one changes the other in the same transaction. The count
+# changes by one conditional statement, the last of its transaction where it
+# can be, so the endpoint's row is locked only for that statement and the
+# commit: a burst's tries do not queue on it (docs/delivery.md, "Many in
+# flight"). A slot handed from a try that ended to the next in line changes
+# neither the count nor the row.
 
 
-def _in_flight(endpoint_id: int, now: datetime) -> int:
-    """Tries of the endpoint in flight now, in every worker process.
+def _slot_taken(delivery: Delivery) -> bool:
+    """Whether the delivery took a free slot of its endpoint: none is taken
+    when a delivery enqueued before it waits for one, nor when its endpoint
+    as read with it (``_locked``) had none free — then without waiting for
+    the endpoint's row, which a try's end may hold."""
+    endpoint = delivery.endpoint
+    if endpoint.in_flight >= _limit(endpoint.in_flight_limit) or _waits_behind(delivery):
+        return False
+    return _take_slot(endpoint.pk)
 
-    A try's lease covers its hard deadline, so a lease that has run out is a
-    try that is over (or whose worker died): its slot is free.
-    """
-    return Delivery.objects.filter(
-        endpoint_id=endpoint_id, status=Status.PENDING, locked_until__gt=now
-    ).count()
 
-
-def _line(endpoint_id: int, now: datetime) -> QuerySet[Delivery]:
-    """The endpoint's deliveries ready for a try, in enqueue order: due (a
-    message may be on its way) or asleep waiting for a slot."""
-    return (
-        Delivery.objects.filter(endpoint_id=endpoint_id, status=Status.PENDING)
-        .filter(Q(locked_until__isnull=True) | Q(locked_until__lte=now))
-        .filter(Q(waiting_for_slot=True) | Q(next_attempt_at__lte=now + EARLY_TOLERANCE))
-        .order_by("pk")
-        .only("pk", "dispatched_at", "waiting_for_slot")
+def _take_slot(endpoint_id: int) -> bool:
+    """Take one of the endpoint's slots if one is free (its count below its
+    limit); False when every one is taken."""
+    ceiling = settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT
+    limit = Greatest(Value(1), Least(F("in_flight_limit"), Value(ceiling)))
+    taken = Endpoint.objects.filter(pk=endpoint_id, in_flight__lt=limit).update(
+        in_flight=F("in_flight") + 1
     )
+    return taken == 1
 
 
-def _wait_for_slot(delivery: Delivery, now: datetime, *, in_flight: int) -> None:
+def _give_back(endpoint_id: int, slots: int) -> None:
+    """``slots`` that deliveries of the endpoint held are free again."""
+    if slots:
+        Endpoint.objects.filter(pk=endpoint_id).update(in_flight=F("in_flight") - slots)
+
+
+def _free_slots(endpoint_id: int, now: datetime) -> int:
+    """How many slots of the endpoint are free, read without a lock. When none
+    is, a slot held past its lease is taken back first: its try is over or
+    its worker was lost (the lease covers the try's hard deadline)."""
+    row = Endpoint.objects.filter(pk=endpoint_id).values("in_flight", "in_flight_limit").first()
+    if row is None:
+        return 0
+    free = _limit(row["in_flight_limit"]) - row["in_flight"]
+    if free <= 0:
+        lapsed = Delivery.objects.filter(endpoint_id=endpoint_id, holds_slot=True).filter(
+            Q(locked_until__isnull=True) | Q(locked_until__lte=now)
+        )
+        taken_back = lapsed.update(holds_slot=False)
+        _give_back(endpoint_id, taken_back)
+        free += taken_back
+    return free
+
+
+def _waits_behind(delivery: Delivery) -> bool:
+    """Whether a delivery of its endpoint enqueued before it waits, asleep,
+    for a slot: it goes first."""
+    return Delivery.objects.filter(
+        endpoint_id=delivery.endpoint_id,
+        status=Status.PENDING,
+        waiting_for_slot=True,
+        dispatched_at__isnull=True,
+        pk__lt=delivery.pk,
+    ).exists()
+
+
+def _wait_for_slot(delivery: Delivery, now: datetime) -> None:
     """Wait, asleep, until a slot of the endpoint is free and it is this one's turn.
 
-    Woken by ``_wake_first_in_line``; the sweep's re-check (or the delivery's
+    Handed a slot by a try that ends (``_record``) or woken when one frees
+    (``_hand_over_free_slot``); the sweep's re-check (or the delivery's
     expiry, when sooner) is only the safety net for a lost wake-up.
     """
     wake_by = now + SLOT_RECHECK
@@ -647,78 +636,92 @@ def _wait_for_slot(delivery: Delivery, now: datetime, *, in_flight: int) -> None
     Delivery.objects.filter(pk=delivery.pk).update(
         waiting_for_slot=True, next_attempt_at=wake_by, dispatched_at=None
     )
-    _log(
-        "delivery.waiting_for_slot",
-        id=delivery.pk,
-        endpoint=delivery.endpoint_id,
-        in_flight=in_flight,
+    delivery.waiting_for_slot = True
+    _log("delivery.waiting_for_slot", id=delivery.pk, endpoint=delivery.endpoint_id)
+
+
+def _in_line(endpoint_id: int, now: datetime) -> QuerySet[Delivery]:
+    """The endpoint's deliveries ready for a try, in enqueue order: asleep
+    waiting for a slot, or due now (a message may be on its way). A retry due
+    a moment from now is not: it waits its delay, although its message may
+    come that much early (``EARLY_TOLERANCE``)."""
+    return (
+        Delivery.objects.filter(endpoint_id=endpoint_id, status=Status.PENDING, holds_slot=False)
+        .filter(Q(locked_until__isnull=True) | Q(locked_until__lte=now))
+        .filter(Q(waiting_for_slot=True) | Q(next_attempt_at__lte=now))
+        .order_by("pk")
     )
+
+
+# A try that ends looks at most this many deliveries in line for one to take
+# its slot (one may end, or wait for an earlier one with its key, instead).
+HAND_OVER_LOOKS = 3
+
+
+def _hand_over(endpoint_id: int, now: datetime) -> _Claim | None:
+    """Give a slot that a try frees to the first in line that can start, and
+    start its try (for the caller to make). Rows another worker has locked
+    are passed over: that worker is deciding about them."""
+    line = _in_line(endpoint_id, now).select_related("endpoint")
+    line = line.select_for_update(of=("self",), skip_locked=True)
+    passed = 0
+    for _ in range(HAND_OVER_LOOKS):
+        # One row at a time: a row locked here stays locked until the commit,
+        # and another try ending meanwhile must find the next one.
+        delivery = line.filter(pk__gt=passed).first()
+        if delivery is None:
+            return None
+        claim = _start_in_slot(delivery, now, handed=True)
+        if claim is not None:
+            _log("delivery.handed_over", id=delivery.pk, endpoint=endpoint_id)
+            return claim
+        passed = delivery.pk
+    return None
 
 
 def _hand_over_free_slot(endpoint_id: int, *, carry_on: bool) -> _Claim | None:
     """After a commit that freed a slot or put a delivery to wait for one:
-    when a slot is free and a delivery waits, wake the first in line (see
-    ``_wake_first_in_line``; with ``carry_on``, its try is claimed for the
-    caller to make). Cheap when not: three reads, no lock."""
-    now = timezone.now()
-    waiting = Delivery.objects.filter(
-        endpoint_id=endpoint_id, status=Status.PENDING, waiting_for_slot=True
-    )
-    stored = Endpoint.objects.filter(pk=endpoint_id).values_list("in_flight_limit", flat=True)
-    if _in_flight(endpoint_id, now) >= _limit(stored.first() or 1) or not waiting.exists():
-        return None
-    with transaction.atomic():
-        limit = _lock_endpoint(endpoint_id)
-        first = _wake_first_in_line(endpoint_id, timezone.now(), limit=limit, carry_on=carry_on)
-        return None if first is None else _claim_locked(first)
-
-
-def _wake_first_in_line(
-    endpoint_id: int, now: datetime, *, limit: int, carry_on: bool = False
-) -> int | None:
-    """Give the free slots (of ``limit``) to the first deliveries in line, in
-    enqueue order.
-
-    Called under the endpoint's row lock. With ``carry_on`` the caller takes
-    the first in line and tries it itself (its id is returned): one asleep,
-    or one whose message is on the way — a successor woken by the end of
-    the delivery before it with its ordering key is published behind every
-    message of a burst, and its slot would stay empty until that message
-    came (seconds per try). A message that then comes finds it in flight or
-    done. Of the others given a slot, one whose message is on the way needs
-    nothing, and those asleep are woken through Celery. Either way they are
-    marked as sent, so the sweep sends them again should a thread or a
-    message be lost.
-    """
-    free = limit - _in_flight(endpoint_id, now)
-    if free <= 0:
-        return None
-    line = _line(endpoint_id, now)
-    handed_over = None
-    if carry_on:
-        # Due now or asleep: a retry due a moment from now is in line (the
-        # leeway of an early message, EARLY_TOLERANCE) but waits its delay.
-        first = line.filter(Q(waiting_for_slot=True) | Q(next_attempt_at__lte=now)).first()
-        if first is None:
+    when a slot is free and a delivery waits asleep, the first of them takes
+    it — its try is claimed for the caller to make (``carry_on``), or it is
+    woken through Celery. One that ends instead (gone stale, its endpoint
+    switched off) lets the next one look. Cheap when no slot is free: one
+    read, no lock."""
+    while True:
+        now = timezone.now()
+        if _free_slots(endpoint_id, now) <= 0:
             return None
-        handed_over = first.pk
-        line, free = line.filter(pk__gt=first.pk), free - 1
-    # Of the rest given a slot, only those asleep and not woken yet need
-    # anything; their rows alone are read (at hundreds of slots, reading the
-    # whole window at the end of every try cost more than the try).
-    asleep: list[int] = []
-    if free > 0:
-        window = line.values("pk")[:free]
-        sleeping = line.filter(pk__in=window, waiting_for_slot=True, dispatched_at__isnull=True)
-        asleep = list(sleeping.values_list("pk", flat=True))
-    woken = asleep if handed_over is None else [handed_over, *asleep]
-    if woken:
-        Delivery.objects.filter(pk__in=woken).update(next_attempt_at=now, dispatched_at=now)
-    for pk in woken:
-        if pk != handed_over:
-            _dispatch_on_commit(pk)
-        _log("delivery.woken", id=pk, endpoint=endpoint_id, carried_on=pk == handed_over)
-    return handed_over
+        with transaction.atomic():
+            asleep = _in_line(endpoint_id, now).filter(waiting_for_slot=True)
+            asleep = asleep.select_related("endpoint")
+            delivery = asleep.select_for_update(of=("self",), skip_locked=True).first()
+            if delivery is None:
+                return None
+            if not carry_on:
+                _wake(delivery.pk, now)
+                return None
+            claim = _start_in_slot(delivery, now)
+            if claim is not None or delivery.waiting_for_slot:
+                return claim  # (waiting still: another took the slot first)
+
+
+def _wake(delivery_id: int, now: datetime) -> None:
+    """Send a delivery asleep waiting for a slot a message now: a slot is free."""
+    Delivery.objects.filter(pk=delivery_id).update(next_attempt_at=now, dispatched_at=now)
+    _dispatch_on_commit(delivery_id)
+    _log("delivery.woken", id=delivery_id)
+
+
+def _wake_asleep(endpoint_id: int, now: datetime, count: int) -> None:
+    """Wake the first ``count`` deliveries asleep waiting for a slot (a grown
+    limit made room for them)."""
+    asleep = Delivery.objects.filter(
+        endpoint_id=endpoint_id,
+        status=Status.PENDING,
+        waiting_for_slot=True,
+        dispatched_at__isnull=True,
+    ).order_by("pk")
+    for pk in list(asleep.values_list("pk", flat=True)[:count]):
+        _wake(pk, now)
 
 
 # --- the outcome ----------------------------------------------------------------
@@ -731,42 +734,12 @@ def _text_for_db(text: str) -> str:
 
 @transaction.atomic
 def _record(claim: _Claim, exchange: transport.Exchange, *, carry_on: bool) -> _Claim | None:
-    """Store the try's outcome. With ``carry_on``, claims the try the caller
-    makes next in the slot this try freed: this delivery's, when its next
-    try is due at once and nobody is in line before it, else the first in
-    line's, if there is one. The endpoint's in-flight limit learns from the
-    try first, so a raised limit's new slot is handed out at once."""
-    limit = _adapt_limit(claim.endpoint_id, _lock_endpoint(claim.endpoint_id), exchange)
+    """Store the try's outcome; the endpoint's in-flight limit learns from it.
+    With ``carry_on``, the slot the try held goes on to the try the caller
+    makes next: this delivery's own, when it is due at once and nobody waits
+    before it, else the first in line's (``_hand_over``); otherwise it is
+    given back. The endpoint's row changes last, in one statement."""
     now = timezone.now()
-    first = _line(claim.endpoint_id, now).first()
-    keep = carry_on and (first is None or first.pk > claim.delivery_id)
-    if _store_outcome(claim, exchange, now, keep_due_retry=keep):
-        return _claim_locked(claim.delivery_id)
-    handed_over = _wake_first_in_line(claim.endpoint_id, now, limit=limit, carry_on=carry_on)
-    return None if handed_over is None else _claim_locked(handed_over)
-
-
-def _adapt_limit(endpoint_id: int, limit: int, exchange: transport.Exchange) -> int:
-    """The endpoint's in-flight limit after this try (``policies.limit_after``),
-    stored when it changed; under the endpoint's row lock."""
-    adapted = limit_after(
-        limit,
-        exchange,
-        ceiling=settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT,
-        quick_seconds=settings.DELIVERY_QUICK_REPLY_SECONDS,
-    )
-    if adapted != limit:
-        Endpoint.objects.filter(pk=endpoint_id).update(in_flight_limit=adapted)
-        if adapted < limit:
-            _log("delivery.limit_cut", endpoint=endpoint_id, limit=adapted)
-    return adapted
-
-
-def _store_outcome(
-    claim: _Claim, exchange: transport.Exchange, now: datetime, *, keep_due_retry: bool
-) -> bool:
-    """Log the try, end or reschedule the delivery; True when its next try is
-    due now and kept for the caller to make (see ``_schedule``)."""
     verdict = judge(exchange, now=now, policy=claim.policy)
     excerpt = exchange.body[: DeliveryAttempt.EXCERPT_BYTES].decode("utf-8", errors="ignore")
     DeliveryAttempt.objects.filter(pk=claim.attempt_id).update(
@@ -778,7 +751,58 @@ def _store_outcome(
     )
     delivery = _locked(claim.delivery_id)
     if delivery is None:
-        return False
+        return None
+    endpoint = delivery.endpoint
+    limit = _limit(endpoint.in_flight_limit)
+    adapted = limit_after(
+        limit,
+        exchange,
+        ceiling=settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT,
+        quick_seconds=settings.DELIVERY_QUICK_REPLY_SECONDS,
+    )
+    held = delivery.holds_slot
+    next_claim = None
+    if _store_outcome(delivery, claim, exchange, verdict, now, keep_due_retry=carry_on and held):
+        next_claim = _start_in_slot(delivery, now)
+    freed = held and not delivery.holds_slot
+    if freed and carry_on and endpoint.in_flight <= adapted:
+        next_claim = _hand_over(endpoint.pk, now)
+        freed = next_claim is None
+    if adapted > limit:
+        _wake_asleep(endpoint.pk, now, adapted - limit)
+    _settle(endpoint.pk, freed=freed, limit=limit, adapted=adapted)
+    return next_claim
+
+
+def _settle(endpoint_id: int, *, freed: bool, limit: int, adapted: int) -> None:
+    """The endpoint's row after a try: the slot given back when ``freed``, and
+    its in-flight limit moved from ``limit`` towards ``adapted`` (one more,
+    or half: relative to the stored value, so the outcomes of tries that end
+    together all count)."""
+    changes: dict[str, Any] = {}
+    if freed:
+        changes["in_flight"] = F("in_flight") - 1
+    ceiling = Value(settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT)
+    if adapted > limit:
+        changes["in_flight_limit"] = Least(F("in_flight_limit") + 1, ceiling)
+    elif adapted < limit:
+        changes["in_flight_limit"] = Greatest(Value(1), Least(F("in_flight_limit"), ceiling) / 2)
+        _log("delivery.limit_cut", endpoint=endpoint_id, limit=adapted)
+    if changes:
+        Endpoint.objects.filter(pk=endpoint_id).update(**changes)
+
+
+def _store_outcome(
+    delivery: Delivery,
+    claim: _Claim,
+    exchange: transport.Exchange,
+    verdict: Verdict,
+    now: datetime,
+    *,
+    keep_due_retry: bool,
+) -> bool:
+    """End or reschedule the delivery (locked) after its try; True when its
+    next try is due now and kept for the caller to make (see ``_schedule``)."""
     _log(
         "delivery.attempted",
         id=delivery.pk,
@@ -810,7 +834,8 @@ def _store_outcome(
     if delivery.expires_at is not None and next_at >= delivery.expires_at:
         _finish_failed(delivery, now, error=error)
         return False
-    return _schedule(delivery, next_at, now, error=error, keep_if_due=keep_due_retry)
+    keep = keep_due_retry and next_at <= now and not _waits_behind(delivery)
+    return _schedule(delivery, next_at, now, error=error, keep_if_due=keep)
 
 
 def _schedule(
@@ -819,14 +844,24 @@ def _schedule(
     """The next try at ``at``: a Celery countdown when it is soon, else the sweep's.
 
     With ``keep_if_due``, a try due now (a timeout ends when the next try is
-    due) is left to the caller — no message; True then. It counts as sent,
-    so the sweep sends it should the caller be lost.
+    due) is left to the caller, in the slot the delivery holds — no message;
+    True then. It counts as sent, so the sweep sends it should the caller be
+    lost. Otherwise the delivery's slot is no longer its own.
     """
     countdown = max(0.0, (at - now).total_seconds())
     soon = countdown <= settings.DELIVERY_MAX_COUNTDOWN_SECONDS
     kept = keep_if_due and countdown == 0
+    delivery.next_attempt_at = at
+    delivery.locked_until = None
+    delivery.last_error = error
+    delivery.dispatched_at = at if soon else None
+    delivery.holds_slot = delivery.holds_slot and kept
     Delivery.objects.filter(pk=delivery.pk).update(
-        next_attempt_at=at, locked_until=None, last_error=error, dispatched_at=at if soon else None
+        next_attempt_at=at,
+        locked_until=None,
+        last_error=error,
+        dispatched_at=delivery.dispatched_at,
+        holds_slot=delivery.holds_slot,
     )
     if soon and not kept:
         _dispatch_on_commit(delivery.pk, countdown=countdown)
@@ -841,6 +876,7 @@ def _end(delivery: Delivery, now: datetime, *, status: str, error: str = "") -> 
     delivery.locked_until = None
     delivery.dispatched_at = None
     delivery.waiting_for_slot = False
+    delivery.holds_slot = False
     delivery.completed_at = now
     delivery.save(
         update_fields=[
@@ -851,6 +887,7 @@ def _end(delivery: Delivery, now: datetime, *, status: str, error: str = "") -> 
             "locked_until",
             "dispatched_at",
             "waiting_for_slot",
+            "holds_slot",
             "completed_at",
         ]
     )
@@ -862,9 +899,10 @@ def _finish_delivered(delivery: Delivery, now: datetime, *, reply: Any) -> None:
     _end(delivery, now, status=Status.DELIVERED)
     _log("delivery.delivered", id=delivery.pk, purpose=delivery.purpose)
     handlers.tell_success(delivery, reply)
-    Endpoint.objects.filter(pk=delivery.endpoint_id, consecutive_failures__gt=0).update(
-        consecutive_failures=0
-    )
+    if delivery.endpoint.consecutive_failures:  # as read with the delivery: most often none
+        Endpoint.objects.filter(pk=delivery.endpoint_id, consecutive_failures__gt=0).update(
+            consecutive_failures=0
+        )
 
 
 def _finish_failed(delivery: Delivery, now: datetime, *, error: str, counts: bool = True) -> None:

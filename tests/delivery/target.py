@@ -10,9 +10,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.db.models import F
 from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
@@ -156,6 +158,31 @@ def send(
         policy=policy,
         **kwargs,
     )
+
+
+def hold_slots(*deliveries: Delivery) -> None:
+    """As if a worker had each of them on the wire now: its lease taken and
+    one of its endpoint's slots held (docs/delivery.md, "Many in flight")."""
+    Delivery.objects.filter(pk__in=[d.pk for d in deliveries]).update(
+        locked_until=timezone.now() + timedelta(seconds=30), holds_slot=True
+    )
+    for delivery in deliveries:
+        Endpoint.objects.filter(pk=delivery.endpoint_id).update(in_flight=F("in_flight") + 1)
+
+
+def lose_worker(delivery: Delivery) -> None:
+    """As if the worker making its try had died and the lease had run out."""
+    Delivery.objects.filter(pk=delivery.pk).update(
+        locked_until=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def slots_in_flight(endpoint: Endpoint) -> int:
+    """The endpoint's count of slots held, after checking it against the
+    deliveries that hold one."""
+    counted = Endpoint.objects.get(pk=endpoint.pk).in_flight
+    assert counted == Delivery.objects.filter(endpoint=endpoint, holds_slot=True).count()
+    return counted
 
 
 def drive(delivery: Delivery, *, max_tries: int = 10) -> Delivery:

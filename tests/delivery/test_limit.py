@@ -9,17 +9,15 @@ way); "in flight" is a lease taken by hand.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
 from delivery import services
 from delivery.models import Delivery, Endpoint
 from delivery.policies import limit_after
 from delivery.transport import Exchange
-from tests.delivery.target import Reply, Target, send
+from tests.delivery.target import Reply, Target, hold_slots, send
 
 pytestmark = pytest.mark.django_db
 
@@ -99,9 +97,7 @@ def test_an_endpoint_that_refuses_connections_falls_to_one(db: None) -> None:
 def test_a_grown_limit_lets_more_tries_start(target: Target, endpoint: Endpoint) -> None:
     Endpoint.objects.filter(pk=endpoint.pk).update(in_flight_limit=5)
     busy = [send(endpoint, {"n": n}) for n in range(4)]
-    Delivery.objects.filter(pk__in=[d.pk for d in busy]).update(
-        locked_until=timezone.now() + timedelta(seconds=30)  # four in flight
-    )
+    hold_slots(*busy)  # four in flight
     fifth, sixth = send(endpoint, {"n": 5}), send(endpoint, {"n": 6})
 
     _try(fifth)  # the fifth slot; its quick success makes a sixth, which its thread takes
@@ -117,9 +113,7 @@ def test_the_ceiling_bounds_a_limit_stored_higher(
     settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = 2
     Endpoint.objects.filter(pk=endpoint.pk).update(in_flight_limit=50)
     busy = [send(endpoint, {"n": n}) for n in range(2)]
-    Delivery.objects.filter(pk__in=[d.pk for d in busy]).update(
-        locked_until=timezone.now() + timedelta(seconds=30)
-    )
+    hold_slots(*busy)
     third = send(endpoint, {"n": 3})
 
     _try(third)

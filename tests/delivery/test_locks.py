@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import functools
 import threading
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
-from django.utils import timezone
+from django.db.models import F
 
 from delivery import services
-from delivery.models import Delivery
+from delivery.models import Delivery, Endpoint
+from tests.delivery.target import hold_slots
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +28,8 @@ def _hold_endpoint(endpoint_id: int) -> tuple[threading.Thread, threading.Event,
     def worker() -> None:
         try:
             with transaction.atomic():
-                services._lock_endpoint(endpoint_id)
+                # As a try's claim and end change the count of its slots.
+                Endpoint.objects.filter(pk=endpoint_id).update(in_flight=F("in_flight"))
                 locked.set()
                 release.wait(10)
         finally:
@@ -41,7 +42,7 @@ def _hold_endpoint(endpoint_id: int) -> tuple[threading.Thread, threading.Event,
 
 def test_enqueue_is_not_blocked_while_a_worker_holds_the_endpoint() -> None:
     endpoint, _ = services.create_endpoint(url="http://127.0.0.1:9/hook")
-    holder, locked, release = _hold_endpoint(endpoint.pk)  # as _claim and _record do
+    holder, locked, release = _hold_endpoint(endpoint.pk)  # as a claim and a try's end do
     try:
         assert locked.wait(10)
         done = threading.Event()
@@ -82,11 +83,9 @@ def test_a_delivery_goes_to_wait_for_a_slot_while_a_try_holds_the_endpoint(
     )
     with transaction.atomic():  # in flight before their messages go: a worker leaves them
         busy = [send(), send()]
-        Delivery.objects.filter(pk__in=[d.pk for d in busy]).update(
-            locked_until=timezone.now() + timedelta(seconds=30)  # both slots in flight
-        )
+        hold_slots(*busy)  # both slots in flight
     waiting = send()
-    holder, locked, release = _hold_endpoint(endpoint.pk)  # as a try's _record does
+    holder, locked, release = _hold_endpoint(endpoint.pk)  # as a try's end does
     done = threading.Event()
 
     def message() -> None:

@@ -1,8 +1,10 @@
-"""Slots: at most DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT tries of one endpoint in
-flight; the others wait asleep and get a slot one at a time, in enqueue order.
+"""Slots: at most the endpoint's limit of tries in flight; the others wait
+asleep and get a slot one at a time, in enqueue order.
 
 Each try runs here, in this process, one after the other; "in flight" is a
-lease taken by hand. test_in_flight.py shows the same with real workers.
+lease and a slot taken by hand (``hold_slots``). test_in_flight.py shows the
+same with real workers. Each test ends with the endpoint's count of slots
+checked against the deliveries that hold one.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from delivery import services
 from delivery.models import Delivery, Endpoint
-from tests.delivery.target import Target, send
+from tests.delivery.target import Target, hold_slots, lose_worker, send, slots_in_flight
 
 pytestmark = pytest.mark.django_db
 
@@ -24,13 +27,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _cap(settings: Any) -> None:
     settings.DELIVERY_MAX_IN_FLIGHT_PER_ENDPOINT = 2
-
-
-def _in_flight(*deliveries: Delivery) -> None:
-    """As if a worker had each of them on the wire now."""
-    Delivery.objects.filter(pk__in=[d.pk for d in deliveries]).update(
-        locked_until=timezone.now() + timedelta(seconds=30)
-    )
 
 
 def _try(*deliveries: Delivery) -> None:
@@ -51,18 +47,11 @@ def _asleep(delivery: Delivery) -> bool:
     )
 
 
-def _woken(delivery: Delivery) -> bool:
-    delivery.refresh_from_db()
-    return (
-        delivery.dispatched_at is not None and delivery.next_attempt_at <= timezone.now()  # type: ignore[operator]
-    )
-
-
 def test_a_delivery_waits_asleep_while_its_endpoint_has_no_free_slot(
     target: Target, endpoint: Endpoint, settings: Any
 ) -> None:
     busy = [send(endpoint, {"n": n}) for n in (1, 2)]
-    _in_flight(*busy)
+    hold_slots(*busy)
     waiting = send(endpoint, {"n": 3})
 
     _try(waiting)
@@ -73,7 +62,7 @@ def test_a_delivery_waits_asleep_while_its_endpoint_has_no_free_slot(
 
 
 def test_other_endpoints_do_not_wait(target: Target, endpoint: Endpoint) -> None:
-    _in_flight(*[send(endpoint, {"n": n}) for n in (1, 2)])
+    hold_slots(*[send(endpoint, {"n": n}) for n in (1, 2)])
     other, _ = services.create_endpoint(url=target.url("/other"))
 
     _try(send(other, {"n": 3}))
@@ -85,56 +74,66 @@ def test_the_thread_that_frees_a_slot_carries_on_with_those_waiting_in_order(
     target: Target, endpoint: Endpoint
 ) -> None:
     one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
-    _in_flight(one, two)
+    hold_slots(one, two)
     three, four = send(endpoint, {"n": 3}), send(endpoint, {"n": 4})
     _try(four, three)  # their messages came in any order
     assert _asleep(three) and _asleep(four)
 
-    Delivery.objects.filter(pk=one.pk).update(locked_until=None)  # its try ended; due again
+    lose_worker(one)  # its try's worker was lost; due again, in the slot it holds
     _try(one)  # an earlier delivery goes before those waiting ...
 
     # ... and its slot then goes to three, then four, in this same call.
     assert _numbers(target) == [1, 3, 4]
     assert not Delivery.objects.filter(waiting_for_slot=True).exists()
+    assert slots_in_flight(endpoint) == 1  # two's
 
 
-def test_only_the_first_waiting_delivery_is_woken(target: Target, endpoint: Endpoint) -> None:
+def test_a_slot_held_past_its_lease_goes_to_the_first_waiting_delivery(
+    target: Target, endpoint: Endpoint
+) -> None:
     one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
-    _in_flight(one, two)
+    hold_slots(one, two)
     three, four = send(endpoint, {"n": 3}), send(endpoint, {"n": 4})
     _try(three, four)
-    # A slot frees without a try being recorded, as a worker that died leaves it.
-    Delivery.objects.filter(pk=two.pk).update(locked_until=None, status="delivered")
+    lose_worker(two)  # a slot frees without a try being recorded
 
     Delivery.objects.filter(pk=four.pk).update(next_attempt_at=timezone.now())
-    _try(four)  # the sweep's re-check of a later one comes first: not its turn
+    _try(four)  # the sweep's re-check of a later one comes first: not its turn ...
 
-    assert target.received == []
-    assert _woken(three) and _asleep(four)
-    _try(three)
-    assert _numbers(target) == [3, 4]
+    # ... three takes the slot, then hands it on in enqueue order: to two,
+    # due again as its lease ran out, then to four.
+    assert _numbers(target) == [3, 2, 4]
+    assert slots_in_flight(endpoint) == 1  # one's
 
 
 def test_a_new_delivery_does_not_jump_the_queue(target: Target, endpoint: Endpoint) -> None:
     one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
-    _in_flight(one, two)
+    hold_slots(one, two)
     three = send(endpoint, {"n": 3})
     _try(three)
-    Delivery.objects.filter(pk=two.pk).update(locked_until=None, status="delivered")
+    Delivery.objects.filter(pk=two.pk).update(holds_slot=False)  # its try ended ...
+    Endpoint.objects.filter(pk=endpoint.pk).update(in_flight=1)  # ... as three went to wait
 
     late = send(endpoint, {"n": 4})
-    _try(late)
+    _try(late)  # a slot is free, but three waits for it
 
-    assert target.received == []
-    assert _asleep(late) and _woken(three)
-    _try(three)
-    assert _numbers(target) == [3, 4]
+    assert _numbers(target) == [3, 4]  # three first, then its slot goes to the late one
+    assert slots_in_flight(endpoint) == 1
+
+
+def test_a_message_that_finds_a_free_slot_takes_it(target: Target, endpoint: Endpoint) -> None:
+    hold_slots(send(endpoint, {"n": 1}))
+
+    _try(send(endpoint, {"n": 2}))
+
+    assert _numbers(target) == [2]
+    assert slots_in_flight(endpoint) == 1
 
 
 def test_a_waiting_typing_notification_sleeps_no_longer_than_it_stays_fresh(
     target: Target, endpoint: Endpoint
 ) -> None:
-    _in_flight(*[send(endpoint, {"n": n}) for n in (1, 2)])
+    hold_slots(*[send(endpoint, {"n": n}) for n in (1, 2)])
     typing = send(endpoint, {"n": 3}, policy="chat_api_typing")
 
     _try(typing)
@@ -147,11 +146,11 @@ def test_a_waiting_delivery_that_goes_stale_lets_the_next_one_go(
     target: Target, endpoint: Endpoint
 ) -> None:
     one, two = send(endpoint, {"n": 1}), send(endpoint, {"n": 2})
-    _in_flight(one, two)
+    hold_slots(one, two)
     typing = send(endpoint, {"n": 3}, policy="chat_api_typing")
     message = send(endpoint, {"n": 4})
     _try(typing, message)
-    Delivery.objects.filter(pk=one.pk).update(locked_until=None, status="delivered")
+    lose_worker(one)
     stale = timezone.now()
     Delivery.objects.filter(pk=typing.pk).update(expires_at=stale, next_attempt_at=stale)
 
@@ -159,9 +158,10 @@ def test_a_waiting_delivery_that_goes_stale_lets_the_next_one_go(
 
     typing.refresh_from_db()
     assert typing.status == Delivery.Status.DROPPED and not typing.waiting_for_slot
-    assert _woken(message)
-    _try(message)
-    assert _numbers(target) == [4]
+    # The message behind it took the lost worker's slot, then handed it to
+    # the lost try's delivery, due again.
+    assert _numbers(target) == [4, 1]
+    assert slots_in_flight(endpoint) == 1
 
 
 def test_redeliver_starts_afresh_out_of_the_queue(target: Target, endpoint: Endpoint) -> None:
@@ -186,7 +186,8 @@ def test_a_slot_freed_a_moment_before_a_retry_is_due_does_not_bring_it_forward(
         next_attempt_at=timezone.now() + timedelta(seconds=0.3), dispatched_at=timezone.now()
     )
 
-    handed_over = services._wake_first_in_line(endpoint.pk, timezone.now(), limit=2, carry_on=True)
+    with transaction.atomic():
+        handed_over = services._hand_over(endpoint.pk, timezone.now())
 
     assert handed_over is None
     retry.refresh_from_db()

@@ -13,7 +13,16 @@ from django.utils import timezone
 
 from delivery import services, transport
 from delivery.models import Delivery, DeliveryAttempt, Endpoint
-from tests.delivery.target import Outcomes, Reply, Target, drive, send
+from tests.delivery.target import (
+    Outcomes,
+    Reply,
+    Target,
+    drive,
+    hold_slots,
+    lose_worker,
+    send,
+    slots_in_flight,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -248,6 +257,8 @@ def test_a_lost_last_try_ends_the_delivery(
 ) -> None:
     delivery = send(endpoint, policy="chat_api_message")
     Delivery.objects.filter(pk=delivery.pk).update(attempts=3)  # try 3 began, its worker died
+    hold_slots(delivery)
+    lose_worker(delivery)
     DeliveryAttempt.objects.create(
         delivery=delivery, number=3, started_at=timezone.now(), url=endpoint.url
     )
@@ -258,6 +269,7 @@ def test_a_lost_last_try_ends_the_delivery(
     assert delivery.last_error == "no result from the last try (the worker was lost)"
     assert outcomes.failures == [(delivery.pk, delivery.last_error)]
     assert delivery.attempt_log.get().error == "no result: the worker was lost during this try"
+    assert slots_in_flight(endpoint) == 0
 
 
 def test_a_reply_dripping_past_the_timeout_is_cut_at_it() -> None:

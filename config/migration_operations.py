@@ -1,0 +1,23 @@
+"""Migration operations shared by the apps' migrations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.postgres.operations import AddIndexConcurrently
+from django.db import migrations
+
+
+class AddIndexOnline(migrations.AddIndex):
+    """CREATE INDEX CONCURRENTLY on PostgreSQL, so a large table stays
+    writable while its index builds (docs/operations.md, "Upgrades"); a plain
+    CREATE INDEX elsewhere. Its migration needs ``atomic = False``."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if schema_editor.connection.vendor == "postgresql":
+            concurrently = AddIndexConcurrently(self.model_name, self.index)
+            concurrently.database_forwards(app_label, schema_editor, from_state, to_state)
+        else:
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
