@@ -377,7 +377,8 @@ def receive_event(
 def _attachment_and_locked_chat(
     attachments: list[BotAttachment], request: BotRequest
 ) -> tuple[BotAttachment, Chat]:
-    """The attachment the event's chat belongs to, and the chat, locked: one query."""
+    """The attachment the event's chat belongs to, and the chat, locked, with
+    its channel and the channel's Chat API row: one query."""
     if not attachments:
         raise UnknownBot("unknown provider id and token")
     if not attachments[0].provider.is_active:
@@ -388,9 +389,11 @@ def _attachment_and_locked_chat(
     waiting = BotEvent.objects.filter(
         chat=OuterRef("pk"), kind=BotEvent.Kind.CLIENT_MESSAGE, answered_at__isnull=True
     )
+    # The channel's Chat API row and endpoint come with it (none on another
+    # kind's channel): the A3 of a bot message is written without reading them.
     chat = (
         Chat.objects.select_for_update(of=("self",))
-        .select_related("channel", "client")
+        .select_related("channel__chat_api__endpoint", "client")
         .annotate(bot_answer_due=Exists(waiting))
         .filter(pk=request.chat_id, channel_id__in=by_channel)
         .first()

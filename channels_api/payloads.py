@@ -29,6 +29,12 @@ def _recipient(client: Client) -> dict[str, Any]:
     return {"id": raw if isinstance(raw, str | int) else client.external_id}
 
 
+def sendable(message: Message) -> bool:
+    """Whether a Chat API channel can show the message: Markdown and buttons
+    only with their plain ``text`` fallback."""
+    return message.type not in ("markdown", "buttons") or bool(message.text)
+
+
 def agent_message(message: Message) -> dict[str, Any] | None:
     """The A3 body for an agent or bot message; None when the channel cannot show it.
 
@@ -36,10 +42,10 @@ def agent_message(message: Message) -> dict[str, Any] | None:
     the message is not sent to this channel (spec B, Message kinds). A bot
     message's ``sender.name`` is the bot's display name, "Bot" when it has none.
     """
+    if not sendable(message):
+        return None
     body: dict[str, Any] = {"id": str(message.pk)}
     if message.type in ("markdown", "buttons"):
-        if not message.text:
-            return None
         body.update(type="text", text=message.text)
     elif message.type in MEDIA_TYPES or message.type == "location":
         body["type"] = message.type

@@ -239,9 +239,11 @@ def send_message(*, chat_api: ChatApiChannel, message: Message) -> Delivery | No
         policy=MESSAGE_PURPOSE,
         ordering_key=f"chat:{message.chat_id}",
         subject=f"message:{message.pk}",  # for a person reading the delivery log
+        link=MessageDelivery(message=message),  # inserted with it
     )
-    MessageDelivery.objects.create(message=message, delivery=sent)
-    chats.mark_message_delivery(message=message, status=Message.Delivery.PENDING)
+    # A message posted "sending" (subscribers.starts_sending) is not written again.
+    stored = (message.delivery_status, message.delivery_error) == (Message.Delivery.PENDING, "")
+    chats.mark_message_delivery(message=message, status=Message.Delivery.PENDING, stored=stored)
     return sent
 
 

@@ -4,13 +4,13 @@ and to the outcome of their A3 deliveries. ``connect()`` runs in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from agents import events
 from agents import services as chats
 from agents.models import Agent, Channel, Chat, Message
-from channels_api import selectors, services
-from channels_api.models import MessageDelivery
+from channels_api import payloads, selectors, services
+from channels_api.models import ChatApiChannel, MessageDelivery
 from delivery import handlers
 from delivery import services as delivery
 from delivery.models import Delivery
@@ -20,6 +20,7 @@ ERASED = "the client's data was erased"
 
 def connect() -> None:
     """Subscribe to the core's events and to delivery results."""
+    chats.register_delivery_state_rule(starts_sending)
     events.subscribe(events.MessagePosted, on_message_posted)
     events.subscribe(events.MessageRetryRequested, on_retry_requested)
     events.subscribe(events.TypingChanged, on_typing_changed)
@@ -39,14 +40,38 @@ def _message(message_id: int) -> Message:
     return Message.objects.select_related("agent", "chat__client").get(pk=message_id)
 
 
+OUTBOUND_AUTHORS = (Message.Author.AGENT, Message.Author.BOT)
+
+
+def _chat_api_read_with(chat: Chat) -> ChatApiChannel | Literal[False] | None:
+    """The chat's Chat API channel when it was read with the chat (B2), None
+    when the chat's channel is known to have none; False when unknown."""
+    if not Chat.channel.is_cached(chat):
+        return False
+    if chat.channel.kind != Channel.Kind.CHAT_API:
+        return None
+    if not Channel.chat_api.is_cached(chat.channel):
+        return False
+    return getattr(chat.channel, "chat_api", None)
+
+
+def starts_sending(chat: Chat, message: Message) -> str:
+    """The delivery state a message being posted is inserted in: "sending"
+    when ``on_message_posted`` will send it and that is known without a
+    query, so its row is not updated to it right after."""
+    chat_api = _chat_api_read_with(chat)
+    if message.author in OUTBOUND_AUTHORS and chat_api and payloads.sendable(message):
+        return Message.Delivery.PENDING
+    return ""
+
+
 def on_message_posted(event: events.MessagePosted) -> None:
     """An agent's or the bot's message goes out to the integrator (A3)."""
-    if event.author not in (Message.Author.AGENT, Message.Author.BOT):
+    if event.author not in OUTBOUND_AUTHORS:
         return
-    chat = event.message.chat
-    if Chat.channel.is_cached(chat) and chat.channel.kind != Channel.Kind.CHAT_API:
-        return  # another kind's chat, known without a query
-    chat_api = selectors.chat_api_of_chat(chat_id=event.chat_id)
+    chat_api = _chat_api_read_with(event.message.chat)
+    if chat_api is False:
+        chat_api = selectors.chat_api_of_chat(chat_id=event.chat_id)
     if chat_api is not None:  # the event's message, as stored: not read again
         services.send_message(chat_api=chat_api, message=event.message)
 

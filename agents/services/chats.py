@@ -3,6 +3,7 @@ in, transferred, finished; a blacklisted client's messages kept aside."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -321,10 +322,23 @@ def accept_chat(*, chat: Chat, agent: Agent) -> Chat:
     return chat
 
 
+# Rules by which an integration that sends a posted message out (the Chat
+# API's A3) names the delivery state the message starts in, when it can tell
+# without a query (its channel's row read with the chat): the message is
+# inserted in that state, not updated to it right after. "" for no opinion.
+DeliveryStateRule = Callable[[Chat, Message], str]
+_delivery_state_rules: list[DeliveryStateRule] = []
+
+
+def register_delivery_state_rule(rule: DeliveryStateRule) -> None:
+    if rule not in _delivery_state_rules:
+        _delivery_state_rules.append(rule)
+
+
 def _post(
     chat: Chat, author: str, content: Content, agent: Agent | None = None, sender_name: str = ""
 ) -> Message:
-    message = Message.objects.create(
+    message = Message(
         chat=chat,
         author=author,
         agent=agent,
@@ -333,6 +347,9 @@ def _post(
         text=content.text,
         payload=content.payload,
     )
+    states = (rule(chat, message) for rule in _delivery_state_rules)
+    message.delivery_status = next((state for state in states if state), Message.Delivery.NONE)
+    message.save(force_insert=True)
     Chat.objects.filter(pk=chat.pk).update(**_facts_of(chat, message))
     chat.last_message_at = message.created
     # One INSERT for the live events of the message and of what its
@@ -763,11 +780,16 @@ def retry_message(*, message: Message, agent: Agent) -> Message:
 
 
 @transaction.atomic(savepoint=False)  # on the path of each agent and bot message
-def mark_message_delivery(*, message: Message, status: str, error: str = "") -> Message:
-    """Record an outbound message's delivery state (set by the integration apps)."""
+def mark_message_delivery(
+    *, message: Message, status: str, error: str = "", stored: bool = False
+) -> Message:
+    """Record an outbound message's delivery state (set by the integration apps).
+    ``stored``: the message's row holds this state already (it was inserted
+    in it, ``register_delivery_state_rule``): the change is only published."""
     if status not in Message.Delivery.values:
         raise ServiceError(f"unknown delivery status {status!r}")
-    Message.objects.filter(pk=message.pk).update(delivery_status=status, delivery_error=error)
+    if not stored:
+        Message.objects.filter(pk=message.pk).update(delivery_status=status, delivery_error=error)
     message.delivery_status = status
     message.delivery_error = error
     carried = message if Message.chat.is_cached(message) else None
