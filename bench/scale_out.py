@@ -27,7 +27,8 @@ measures, on the same database one after the other:
 
 Beside each figure: the nodes' CPU (% of the one core each has; a node near
 100 % is what bounds the run, one far below is waiting on something
-shared), and the load average at the start and the end.
+shared), the load generator's (this process's), and the load average at
+the start and the end.
 
     .venv/bin/python -m bench --only scale_out [--quick]
 """
@@ -37,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import resource
 import tempfile
 import threading
 import time
@@ -81,6 +83,12 @@ def cpu(services: list[Service], names: tuple[str, ...]) -> list[float]:
     return [service.cpu_seconds(names) for service in services]
 
 
+def own_cpu() -> float:
+    """CPU seconds of this process (the load generator's threads), so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def busy(before: list[float], after: list[float], seconds: float) -> float:
     """The nodes' mean CPU over ``seconds``, in % of one core (each has one)."""
     return 100 * sum(b - a for a, b in zip(before, after, strict=True)) / len(before) / seconds
@@ -97,9 +105,10 @@ def run(
         bases = [service.base for service in front]
         hammer(bases, paths["a2"], inbound.a2_body, inbound.KNOWN, CLIENTS)  # warm-up
         say(f"{count} node(s): {messages} A2 messages from {CLIENTS} clients")
-        before = cpu(front, ("web", "worker"))
+        before, mine = cpu(front, ("web", "worker")), own_cpu()
         codes, _, took = hammer(bases, paths["a2"], inbound.a2_body, messages, CLIENTS)
         a2_cpu = busy(before, cpu(front, ("web", "worker")), took)
+        generator = 100 * (own_cpu() - mine) / took
         agent, active = active_chats(receiver.url(), CHATS, f"bench-nodes-{count}@example.com")
         burst(agent, active, replies)
         say(f"{count} node(s): starting the delivery workers; they drain {replies} deliveries")
@@ -112,6 +121,7 @@ def run(
         "a2": codes.count(200) / took,
         "not 200": len(codes) - codes.count(200),
         "a2 cpu": a2_cpu,
+        "generator": generator,
         "outbound": rate,
         "arrived": arrived,
         "drain cpu": drain_cpu,
@@ -156,6 +166,14 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
             "% core",
             "",
             one["a2 cpu"],
+        ),
+        row(
+            NAME,
+            "load generator's CPU during A2, two nodes (ref. one)",
+            two["generator"],
+            "% core",
+            "",
+            one["generator"],
         ),
         row(
             NAME, f"{outbound}, one node ({one['arrived']:.0f} of {replies})", one["outbound"], "/s"
