@@ -108,6 +108,7 @@ def run(
         before, mine = cpu(front, ("web", "worker")), own_cpu()
         codes, _, took = hammer(bases, paths["a2"], inbound.a2_body, messages, CLIENTS)
         a2_cpu = busy(before, cpu(front, ("web", "worker")), took)
+        killed = sum((s.logs / "web.log").read_text().count("WORKER TIMEOUT") for s in front)
         generator = 100 * (own_cpu() - mine) / took
         agent, active = active_chats(receiver.url(), CHATS, f"bench-nodes-{count}@example.com")
         burst(agent, active, replies)
@@ -120,6 +121,8 @@ def run(
     return {
         "a2": codes.count(200) / took,
         "not 200": len(codes) - codes.count(200),
+        "no answer": codes.count(0),
+        "killed": killed,
         "a2 cpu": a2_cpu,
         "generator": generator,
         "outbound": rate,
@@ -159,6 +162,10 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
         row(NAME, "A2 user messages, two nodes on a core each", two["a2"], "msg/s", "", one["a2"]),
         row(NAME, "A2, two nodes / one", ratio(two["a2"], one["a2"]), "x", GOAL),
         row(NAME, "A2 answers not 200, both runs", one["not 200"] + two["not 200"], "", "== 0"),
+        row(NAME, "of which no answer (reset, time-out)", one["no answer"] + two["no answer"], ""),
+        row(
+            NAME, "web workers killed for a time-out, both runs", one["killed"] + two["killed"], ""
+        ),
         row(
             NAME,
             "nodes' web + worker CPU during A2, two nodes (ref. one)",
