@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -45,21 +45,28 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 def hammer(
-    base: str, path: str, body: Callable[[int], dict[str, Any]] | None, requests_: int,
-    clients: int,
+    base: str | Sequence[str], path: str, body: Callable[[int], dict[str, Any]] | None,
+    requests_: int, clients: int,
 ) -> tuple[list[int], list[float], float]:  # fmt: skip
     """``requests_`` requests to ``base + path`` from ``clients`` threads (each
     its own keep-alive connection): POST ``body(i)``, or GET when ``body`` is
-    None. The status codes, each request's seconds, and the seconds in all."""
+    None; to several servers, request ``i`` goes to ``base[i % len(base)]``
+    (a round-robin balancer). The status codes (0: no answer), each
+    request's seconds, and the seconds in all."""
+    bases = [base] if isinstance(base, str) else list(base)
     session = requests.Session()
     session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=clients))
 
     def send(i: int) -> tuple[int, float]:
+        url = f"{bases[i % len(bases)]}{path}"
         began = time.perf_counter()
-        if body is None:
-            answer = session.get(f"{base}{path}", timeout=30)
-        else:
-            answer = session.post(f"{base}{path}", json=body(i), timeout=30)
+        try:
+            if body is None:
+                answer = session.get(url, timeout=30)
+            else:
+                answer = session.post(url, json=body(i), timeout=30)
+        except requests.RequestException:  # no answer (reset, time-out): counted, not fatal
+            return 0, time.perf_counter() - began
         return answer.status_code, time.perf_counter() - began
 
     started = time.perf_counter()

@@ -129,10 +129,7 @@ def setup(receiver: Receiver, failing: Receiver, replies: int) -> Callable[[], A
     from agents.content import Content
     from channels_api.services import create_chat_api_channel
 
-    say(f"{replies} replies over {CHATS} chats")
-    for n in range(replies):
-        text = Content("text", f"reply {n}", {})
-        chats.post_agent_message(chat=active[n % CHATS], agent=agent, content=text)
+    burst(agent, active, replies)
     channel, _ = create_chat_api_channel(name="Failing", webhook_url=failing.url(), agents=[agent])
     client = chats.get_or_create_client(channel=channel.channel, external_id="failing")
     hello = chats.post_client_message(client=client, content=Content("text", "hi", {}))
@@ -140,6 +137,19 @@ def setup(receiver: Receiver, failing: Receiver, replies: int) -> Callable[[], A
     return lambda: chats.post_agent_message(
         chat=chat, agent=agent, content=Content("text", "to a failing integrator", {})
     )
+
+
+def burst(agent: Any, active: list[Any], replies: int) -> None:
+    """``replies`` replies of ``agent``, round-robin over its chats
+    ``active``, posted through the services: each one's delivery is
+    committed and its Celery message waits in the broker for a worker."""
+    from agents import services as chats
+    from agents.content import Content
+
+    say(f"{replies} replies over {len(active)} chats")
+    for n in range(replies):
+        text = Content("text", f"reply {n}", {})
+        chats.post_agent_message(chat=active[n % len(active)], agent=agent, content=text)
 
 
 def retry_schedule(failing: Receiver, message: Any, posted: float) -> tuple[list[float], float]:
@@ -159,15 +169,16 @@ def retry_schedule(failing: Receiver, message: Any, posted: float) -> tuple[list
         return [arrived - posted for arrived in failing.arrivals], seen
 
 
-def drain(receiver: Receiver, replies: int) -> tuple[float, int, float]:
-    """(deliveries a second, how many arrived, seconds) once the first arrived."""
-    deadline = time.monotonic() + LIMIT
+def drain(receiver: Receiver, replies: int, limit: float = LIMIT) -> tuple[float, int, float]:
+    """(deliveries a second, how many arrived, seconds) once the first
+    arrived, of what arrived within ``limit`` seconds."""
+    deadline = time.monotonic() + limit
     while receiver.count() < replies and time.monotonic() < deadline:
         time.sleep(0.05)
     with receiver.lock:
         arrivals = list(receiver.arrivals)
     if len(arrivals) < 2:
-        return 0.0, len(arrivals), LIMIT
+        return 0.0, len(arrivals), limit
     if len(arrivals) < replies:  # cut off: what arrived, over the time it had
         seconds = max(arrivals[-1], time.monotonic()) - arrivals[0]
     else:  # the last one answers REPLY_SECONDS after it arrived

@@ -75,9 +75,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def active_chats(webhook_url: str, count: int) -> tuple[Any, list[Any]]:
-    """An online agent and ``count`` chats it has accepted on a Chat API
-    channel whose A3 goes to ``webhook_url`` (migrates the database first)."""
+def active_chats(
+    webhook_url: str, count: int, email: str = "bench-replies@example.com"
+) -> tuple[Any, list[Any]]:
+    """An online agent (``email``) and ``count`` chats it has accepted on a
+    Chat API channel whose A3 goes to ``webhook_url`` (migrates the database
+    first)."""
     import django
 
     django.setup()
@@ -89,7 +92,7 @@ def active_chats(webhook_url: str, count: int) -> tuple[Any, list[Any]]:
     from agents.models import Agent
     from channels_api.services import create_chat_api_channel
 
-    agent = Agent.objects.create_user("bench-replies@example.com", "x", name="Bench")
+    agent = Agent.objects.create_user(email, "x", name="Bench")
     chats.set_agent_status(agent=agent, online=True)
     channel, _ = create_chat_api_channel(name="Bench", webhook_url=webhook_url, agents=[agent])
     accepted = []

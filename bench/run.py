@@ -44,6 +44,7 @@ SCENARIOS = (
     "outbound",
     "delivery_isolation",
     "live_streams",
+    "scale_out",
     "agent_pages",
     "reports",
 )

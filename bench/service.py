@@ -6,6 +6,11 @@ their logs in a directory of the caller's, and what they cost (CPU, memory).
 ``beat`` is left out: the periodic sweep re-enqueues lost deliveries and no
 benchmark loses one; its schedule file is one path per machine.
 
+A ``Node`` stands for one machine of a deployment of several (scenario 7,
+bench/scale_out.py): its processes run on its CPUs only (``taskset -c``) and
+its Celery workers carry its name (``-n <process>.<node>@<host>``), as the
+workers of two machines would; the nodes share the database and Redis.
+
 Each scenario gets a database of its own (``scenario_env``): on PostgreSQL
 (DATABASE_URL set) ``<DATABASE_URL's name>_<scenario>``, dropped and made
 anew; else a fresh SQLite file under a temporary VAR_DIR. REDIS_URL's
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
@@ -129,13 +135,37 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Node:
+    """One machine's share of a deployment: ``name`` makes its Celery
+    workers' names its own; ``cpus`` (``taskset -c``'s list, e.g. ``"0"``)
+    are the only CPUs its processes run on, any when empty."""
+
+    name: str
+    cpus: str = ""
+
+
+def command_line(process: str, command: str, node: Node | None = None) -> str:
+    """The Procfile's ``command`` of ``process`` as bash runs it: as written,
+    or on ``node``'s CPUs, a Celery worker named after its process and node."""
+    if node is None:
+        return f"exec {command}"
+    if command.startswith("celery ") and " worker " in command:
+        command += f" -n {process}.{node.name}@%h"
+    return f"exec taskset -c {node.cpus} {command}" if node.cpus else f"exec {command}"
+
+
 class Service:
-    """The Procfile's ``processes`` running with ``env``; ``web`` listens on
-    ``base``. Use as a context manager, or call ``stop()``."""
+    """The Procfile's ``processes`` running with ``env``, on ``node`` when
+    given; ``web`` listens on ``base``, a free port. Use as a context
+    manager, or call ``stop()``. With ``wait=False`` it returns once the
+    processes are started: ``ready()`` waits for them (several nodes start
+    side by side)."""
 
     def __init__(
-        self, env: dict[str, str], logs: Path, processes: Iterable[str] = ("web",)
-    ) -> None:
+        self, env: dict[str, str], logs: Path, processes: Iterable[str] = ("web",),
+        node: Node | None = None, wait: bool = True,
+    ) -> None:  # fmt: skip
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.logs = logs
@@ -152,10 +182,19 @@ class Service:
             for name in processes:
                 log = logs / f"{name}.log"
                 self.processes[name] = subprocess.Popen(
-                    ["bash", "-c", f"exec {commands[name]}"], cwd=ROOT, env=env,
+                    ["bash", "-c", command_line(name, commands[name], node)], cwd=ROOT, env=env,
                     stdout=log.open("wb"), stderr=subprocess.STDOUT,
                 )  # fmt: skip
-            for name in processes:
+            if wait:
+                self.ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def ready(self) -> None:
+        """Wait until every process has started (raise if one did not)."""
+        try:
+            for name in self.processes:
                 self._wait_ready(name)
         except BaseException:
             self.stop()

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from bench import run
-from bench.service import database_url, procfile
+from bench.service import Node, command_line, database_url, procfile
 
 ROWS = [
     run.row("1 inbound", "A2 / A1", 0.52, "x", ">= 0.6"),
@@ -71,6 +71,19 @@ def test_the_service_is_started_from_the_procfiles_lines() -> None:
 
     assert commands["web"].startswith("gunicorn -c config/gunicorn.py config.asgi:application")
     assert "-Q delivery" in commands["delivery"] and "-Q default" in commands["worker"]
+
+
+def test_a_node_pins_its_processes_and_names_its_celery_workers() -> None:
+    commands = procfile()
+
+    assert command_line("web", commands["web"]) == f"exec {commands['web']}"
+    assert command_line("web", commands["web"], Node("node2", "1")) == (
+        f"exec taskset -c 1 {commands['web']}"
+    )
+    assert command_line("delivery", commands["delivery"], Node("node2", "1")) == (
+        f"exec taskset -c 1 {commands['delivery']} -n delivery.node2@%h"
+    )
+    assert command_line("worker", commands["worker"], Node("node1")).endswith(" -n worker.node1@%h")
 
 
 def test_each_scenario_has_a_database_named_after_it() -> None:
