@@ -91,7 +91,7 @@ def statements(paths: dict[str, Any]) -> dict[str, int]:
     from agents import services as chats
     from agents.content import Content
 
-    http = Client()
+    http = Client(HTTP_HOST="127.0.0.1")  # DEBUG is off: ALLOWED_HOSTS holds
     bot_chats = []  # made now: no worker runs to find their bot unreachable
     for i in range(2):
         client = chats.get_or_create_client(channel=paths["bot_channel"], external_id=f"b{i}")
