@@ -134,9 +134,14 @@ class Service:
     ``base``. Use as a context manager, or call ``stop()``."""
 
     def __init__(
-        self, env: dict[str, str], logs: Path, processes: Iterable[str] = ("web",)
+        self,
+        env: dict[str, str],
+        logs: Path,
+        processes: Iterable[str] = ("web",),
+        port: int | None = None,
     ) -> None:
-        self.port = free_port()
+        """``port``: the web process's, else a free one."""
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.logs = logs
         logs.mkdir(parents=True, exist_ok=True)
