@@ -456,3 +456,34 @@ def test_the_periodic_checks_outlive_a_moment_without_streams() -> None:
         return steps
 
     assert run_async(scenario())  # checked once a stream came back
+
+
+def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
+    """One pass for every quiet stream: straight to the socket through the web
+    server's writer (config/web_server.py, WRITE_NOW); through the stream's
+    own task only where the writer refuses (a client that reads slowly) or
+    is not there yet (the stream is still replaying)."""
+    from agents.streams import HEARTBEAT, HEARTBEAT_BYTES, Hub, Listener
+
+    async def scenario() -> None:
+        hub = Hub()
+        written: list[bytes] = []
+        now = asyncio.get_running_loop().time()
+        direct, refused, replaying, busy = Listener(), Listener(), Listener(), Listener()
+        direct.write_now = lambda data: written.append(data) is None
+        refused.write_now = lambda data: False
+        busy.written = now  # wrote a moment ago
+        busy.write_now = direct.write_now
+        hub.listeners = {direct, refused, replaying, busy}
+
+        await hub.beat()
+
+        assert written == [HEARTBEAT_BYTES]  # one, for ``direct``; its task stays asleep
+        assert direct.queue.empty() and direct.written >= now
+        assert refused.queue.get_nowait() is HEARTBEAT
+        assert replaying.queue.get_nowait() is HEARTBEAT
+        assert busy.queue.empty()
+        await hub.beat()  # ``direct`` is no longer quiet
+        assert written == [HEARTBEAT_BYTES]
+
+    run_async(scenario())
