@@ -55,6 +55,10 @@ REPLAY_LIMIT = 1000
 RECENT = 4096  # ids a hub remembers, so a row seen twice is handed on once
 HEARTBEAT: dict[str, Any] = {"kind": "heartbeat"}  # the hub's cue to a quiet stream
 HEARTBEAT_LINE = ": heartbeat\n\n"
+# Passes of the heartbeat timer per LIVE_HEARTBEAT_SECONDS: a quiet stream gets
+# one after nine tenths of it, so none is silent longer, and each stream gets
+# one every 13.5 s at 15 (every 10 s when the timer ran each third of it).
+BEAT_PASSES = 10
 HEARTBEAT_BYTES = HEARTBEAT_LINE.encode()
 
 
@@ -101,7 +105,8 @@ class Listener:
     written: float = 0.0  # when it last wrote (the event loop's clock): heartbeats
     # The web server's writer to the stream's socket (config/web_server.py,
     # WRITE_NOW), once its replay is out: the hub writes its heartbeats there
-    # itself instead of waking the stream.
+    # itself instead of waking the stream. What it writes passes no
+    # middleware: none may re-encode a stream's body (none compresses).
     write_now: Callable[[bytes], bool] | None = None
 
     def named_by(self, change: dict[str, Any]) -> bool:
@@ -204,16 +209,17 @@ class Hub:
                     self.close(listener)
 
     async def beat(self) -> None:
-        """A heartbeat to each stream that wrote nothing for two thirds of
-        ``LIVE_HEARTBEAT_SECONDS``: run every third of it, so none is silent
-        longer. One timer for the process, not a timeout for each stream.
+        """A heartbeat to each stream that wrote nothing for nine tenths of
+        ``LIVE_HEARTBEAT_SECONDS``: run every tenth of it (``BEAT_PASSES``),
+        so none is silent longer. One timer for the process, not a timeout
+        for each stream.
 
         Written to the socket from here, in one pass, where the web server
         lets it (``Listener.write_now``): waking each stream's task to write
         it through Django's response iterator, the request limits and the
         server's ``send`` was most of what 10,000 idle streams cost."""
         now = asyncio.get_running_loop().time()
-        silent_since = now - settings.LIVE_HEARTBEAT_SECONDS * 2 / 3
+        silent_since = now - settings.LIVE_HEARTBEAT_SECONDS * (BEAT_PASSES - 1) / BEAT_PASSES
         for listener in self.listeners:
             if listener.written <= silent_since and listener.queue.empty():
                 write = listener.write_now
@@ -269,7 +275,9 @@ class Hub:
             access = loop.create_task(
                 self._every(settings.LIVE_ACCESS_SECONDS, self.recheck_access)
             )
-            beats = loop.create_task(self._every(settings.LIVE_HEARTBEAT_SECONDS / 3, self.beat))
+            beats = loop.create_task(
+                self._every(settings.LIVE_HEARTBEAT_SECONDS / BEAT_PASSES, self.beat)
+            )
             try:
                 while self.listeners:
                     try:

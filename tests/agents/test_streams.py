@@ -462,7 +462,11 @@ def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
     """One pass for every quiet stream: straight to the socket through the web
     server's writer (config/web_server.py, WRITE_NOW); through the stream's
     own task only where the writer refuses (a client that reads slowly) or
-    is not there yet (the stream is still replaying)."""
+    is not there yet (the stream is still replaying). Quiet is nine tenths
+    of LIVE_HEARTBEAT_SECONDS: the timer runs every tenth of it, so no
+    stream is silent longer."""
+    from django.conf import settings
+
     from agents.streams import HEARTBEAT, HEARTBEAT_BYTES, Hub, Listener
 
     async def scenario() -> None:
@@ -472,8 +476,10 @@ def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
         direct, refused, replaying, busy = Listener(), Listener(), Listener(), Listener()
         direct.write_now = lambda data: written.append(data) is None
         refused.write_now = lambda data: False
-        busy.written = now  # wrote a moment ago
+        # Wrote a moment less than nine tenths ago: not yet.
+        busy.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.85
         busy.write_now = direct.write_now
+        direct.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.95  # past nine tenths
         hub.listeners = {direct, refused, replaying, busy}
 
         await hub.beat()
