@@ -480,7 +480,10 @@ def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
         busy.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.85
         busy.write_now = direct.write_now
         direct.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.95  # past nine tenths
+        ended = Listener()  # closed before it was due: forgotten
         hub.listeners = {direct, refused, replaying, busy}
+        for listener in (direct, refused, replaying, busy, ended):
+            hub.due_at(now, listener)
 
         await hub.beat()
 
@@ -491,5 +494,11 @@ def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
         assert busy.queue.empty()
         await hub.beat()  # ``direct`` is no longer quiet
         assert written == [HEARTBEAT_BYTES]
+        # Each is due again when it will have been quiet for nine tenths.
+        quiet = settings.LIVE_HEARTBEAT_SECONDS * 0.9
+        due = {id(listener): when for when, _, listener in hub.due}
+        assert set(due) == {id(direct), id(refused), id(replaying), id(busy)}
+        assert due[id(busy)] == pytest.approx(busy.written + quiet)
+        assert due[id(direct)] == pytest.approx(direct.written + quiet)
 
     run_async(scenario())
