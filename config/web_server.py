@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import environ
@@ -37,14 +36,14 @@ env = environ.Env()
 # connection (between requests, gunicorn's keepalive closes an idle one).
 HEADER_TIMEOUT_SECONDS = env.float("HTTP_HEADER_TIMEOUT_SECONDS", default=10.0)
 
-# The scope's extension (``scope["extensions"][WRITE_NOW]``): see ``writer_now``.
+# The scope's extension (``scope["extensions"][WRITE_NOW]``): a ``WriterNow``.
 WRITE_NOW = "switchboard.write_now"
 
 
-def writer_now(cycle: RequestResponseCycle) -> Callable[[bytes], bool]:
-    """A function that writes ``data`` to ``cycle``'s response body at once,
-    as the application's next ``http.response.body`` would (the same framing:
-    a chunk, for a response without a length), and says whether it did. It
+class WriterNow:
+    """Writes ``data`` to a request's response body at once, as the
+    application's next ``http.response.body`` would (the same framing: a
+    chunk, for a response without a length), and says whether it did. It
     does not when the response has not started or is complete, the client
     has gone, or the client reads too slowly for what is already written
     (the application's own next write waits then too).
@@ -55,32 +54,35 @@ def writer_now(cycle: RequestResponseCycle) -> Callable[[bytes], bool]:
     declared length h11 fails the connection. A chunk frames the same bytes
     the same way each time, so the last one h11 framed is reused for the
     same data: h11's ``send`` (some 16 µs) is most of a heartbeat's cost
-    once it no longer goes through the application."""
-    conn, transport, flow = cycle.conn, cycle.transport, cycle.flow
-    last: tuple[bytes, bytes] = (b"", b"")  # (data, the chunk h11 made of it)
-    head = cycle.scope["method"] == "HEAD"  # a body of none (uvicorn's send writes b"")
+    once it no longer goes through the application. One small object a
+    request (slots, not a closure: 10,000 streams hold one each)."""
 
-    def write(data: bytes) -> bool:
-        nonlocal last
+    __slots__ = ("cycle", "last")
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self.cycle = cycle
+        self.last: tuple[bytes, bytes] = (b"", b"")  # (data, the chunk h11 made of it)
+
+    def __call__(self, data: bytes) -> bool:
+        cycle = self.cycle
         if (
-            head
-            or not cycle.response_started
+            not cycle.response_started
             or cycle.response_complete
             or cycle.disconnected
-            or flow.write_paused
-            or transport.is_closing()
+            or cycle.flow.write_paused
+            or cycle.transport.is_closing()
+            or cycle.scope["method"] == "HEAD"  # a body of none (uvicorn's send writes b"")
         ):
             return False
+        last = self.last
         if last[0] == data and data:
-            transport.write(last[1])
+            cycle.transport.write(last[1])
             return True
-        framed = conn.send(h11.Data(data=data))
+        framed = cycle.conn.send(h11.Data(data=data))
         if framed == b"%x\r\n%s\r\n" % (len(data), data):  # a chunk, not a counted body
-            last = (data, framed)
-        transport.write(framed)
+            self.last = (data, framed)
+        cycle.transport.write(framed)
         return True
-
-    return write
 
 
 class HeaderTimeoutH11Protocol(H11Protocol):
@@ -113,7 +115,7 @@ class HeaderTimeoutH11Protocol(H11Protocol):
             self._headers_received()
             if self.cycle is not None:  # not an upgrade
                 extensions = self.cycle.scope.setdefault("extensions", {})  # type: ignore[typeddict-item]
-                extensions[WRITE_NOW] = writer_now(self.cycle)
+                extensions[WRITE_NOW] = WriterNow(self.cycle)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

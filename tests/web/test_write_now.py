@@ -13,7 +13,7 @@ import h11
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.h11_impl import RequestResponseCycle
 
-from config.web_server import writer_now
+from config.web_server import WriterNow
 from tests.aio import run_async
 
 HEARTBEAT = b": heartbeat\n\n"
@@ -82,7 +82,7 @@ def test_it_writes_chunks_between_the_application_s_own() -> None:
 
     async def scenario() -> tuple[list[bool], bytes]:
         cycle, transport = cycle_for(request)
-        write = writer_now(cycle)
+        write = WriterNow(cycle)
         said = [write(HEARTBEAT)]  # before the response began: nothing
         await cycle.send({"type": "http.response.start", "status": 200, "headers": []})
         await cycle.send(body(b"retry: 2000\n\n"))  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def test_an_http_1_0_client_gets_the_bytes_as_they_are() -> None:
     async def scenario() -> tuple[bool, bytes]:
         cycle, transport = cycle_for(b"GET /stream HTTP/1.0\r\n\r\n")
         await cycle.send({"type": "http.response.start", "status": 200, "headers": []})
-        wrote = writer_now(cycle)(HEARTBEAT) and writer_now(cycle)(HEARTBEAT)
+        wrote = WriterNow(cycle)(HEARTBEAT) and WriterNow(cycle)(HEARTBEAT)
         return wrote, bytes(transport.written)
 
     wrote, written = run_async(scenario())
@@ -123,13 +123,13 @@ def test_nothing_is_written_to_a_closing_connection_or_a_head_request() -> None:
         said = []
         cycle, transport = cycle_for(b"HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n")
         await cycle.send({"type": "http.response.start", "status": 200, "headers": []})
-        said.append(writer_now(cycle)(HEARTBEAT))
+        said.append(WriterNow(cycle)(HEARTBEAT))
         cycle, transport = cycle_for(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
         await cycle.send({"type": "http.response.start", "status": 200, "headers": []})
         transport.closing = True
-        said.append(writer_now(cycle)(HEARTBEAT))
+        said.append(WriterNow(cycle)(HEARTBEAT))
         transport.closing, cycle.disconnected = False, True
-        said.append(writer_now(cycle)(HEARTBEAT))
+        said.append(WriterNow(cycle)(HEARTBEAT))
         return said
 
     assert run_async(scenario()) == [False, False, False]
