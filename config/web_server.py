@@ -114,7 +114,7 @@ class HeaderTimeoutH11Protocol(H11Protocol):
         if self.cycle is not cycle:  # a new request: its headers are complete
             self._headers_received()
             if self.cycle is not None:  # not an upgrade
-                extensions = self.cycle.scope.setdefault("extensions", {})  # type: ignore[typeddict-item]
+                extensions: dict[str, Any] = self.cycle.scope.setdefault("extensions", {})
                 extensions[WRITE_NOW] = WriterNow(self.cycle)
 
     def on_response_complete(self) -> None:

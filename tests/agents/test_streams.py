@@ -474,7 +474,12 @@ def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
         written: list[bytes] = []
         now = asyncio.get_running_loop().time()
         direct, refused, replaying, busy = Listener(), Listener(), Listener(), Listener()
-        direct.write_now = lambda data: written.append(data) is None
+
+        def write(data: bytes) -> bool:
+            written.append(data)
+            return True
+
+        direct.write_now = write
         refused.write_now = lambda data: False
         # Wrote a moment less than nine tenths ago: not yet.
         busy.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.85
