@@ -17,7 +17,7 @@ them SQLite and the event table) and measures:
    the time from a POST to the end of the first poll that started after it.
 
     .venv/bin/python bench/live_streams.py [--visitors 2000] [--agents 50] \\
-        [--rate 20] [--seconds 20]
+        [--rate 20] [--seconds 20] [--idle 10] [--streams-only] [--port N]
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ class Server(Service):
     """The web process as the Procfile starts it (2 uvicorn workers), alone:
     streams and polls need no Celery worker."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        super().__init__(env, Path(env["VAR_DIR"]) / "logs", ("web",))
+    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+        super().__init__(env, Path(env["VAR_DIR"]) / "logs", ("web",), port)
 
 
 # --- the clients -------------------------------------------------------------------
@@ -330,6 +330,7 @@ def measure(
     seconds: float,
     idle_for: float,
     polling: bool = True,
+    port: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Seed, then both phases (or the streams' alone), each on a web process
     of its own: (streams, polling)."""
@@ -347,11 +348,11 @@ def measure(
     os.environ.update(env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     world = seed(visitors, agents)
-    with Server(env) as server:
+    with Server(env, port) as server:
         streams = asyncio.run(streams_phase(server, world, rate, seconds, idle_for))
     if not polling:
         return streams, None
-    with Server(env) as server:
+    with Server(env, port) as server:
         polled = asyncio.run(polling_phase(server, world, rate, seconds, idle_for))
     return streams, polled
 
@@ -397,6 +398,7 @@ def main() -> None:
     parser.add_argument(
         "--streams-only", action="store_true", help="leave out the agents polling (the reference)"
     )
+    parser.add_argument("--port", type=int, help="the web process's port (else a free one)")
     args = parser.parse_args()
     from bench.service import backend, scenario_env
 
@@ -413,6 +415,7 @@ def main() -> None:
             args.seconds,
             args.idle,
             not args.streams_only,
+            args.port,
         )
     polling = polling or dict.fromkeys(("idle_cpu", "load_cpu", "p50", "p99"), float("nan"))
     print(f"  streams open                 {streams['streams']} in {streams['open_seconds']:.1f} s"

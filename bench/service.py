@@ -163,10 +163,16 @@ class Service:
     side by side)."""
 
     def __init__(
-        self, env: dict[str, str], logs: Path, processes: Iterable[str] = ("web",),
-        node: Node | None = None, wait: bool = True,
-    ) -> None:  # fmt: skip
-        self.port = free_port()
+        self,
+        env: dict[str, str],
+        logs: Path,
+        processes: Iterable[str] = ("web",),
+        node: Node | None = None,
+        wait: bool = True,
+        port: int | None = None,
+    ) -> None:
+        """``port``: the web process's, else a free one."""
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.logs = logs
         logs.mkdir(parents=True, exist_ok=True)

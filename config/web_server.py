@@ -6,6 +6,13 @@ headers on one of its few threads, with no overall limit). uvicorn closes a
 kept-alive connection that stays idle, but not one whose request headers never
 complete: a fresh connection that sends nothing, or a header line every few
 seconds, stays open for ever. ``HeaderTimeoutH11Protocol`` closes it.
+
+It also hands each request an ASGI extension, ``WRITE_NOW``: a function that
+writes bytes to the open response's body at once, from any code on the
+worker's event loop, without a trip through the application's task, Django's
+response iterator and the request limits. The live streams' hub sends its
+heartbeats to thousands of idle streams so (agents/streams.py; docs/
+performance.md, "Live streams at 10,000").
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any, ClassVar
 import environ
 import h11
 from gunicorn.glogging import Logger
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 from uvicorn_worker import UvicornWorker
 
 from config.log_redaction import RedactSecrets
@@ -28,6 +35,54 @@ env = environ.Env()
 # connection opens, or from the first byte of a later request on a kept-alive
 # connection (between requests, gunicorn's keepalive closes an idle one).
 HEADER_TIMEOUT_SECONDS = env.float("HTTP_HEADER_TIMEOUT_SECONDS", default=10.0)
+
+# The scope's extension (``scope["extensions"][WRITE_NOW]``): a ``WriterNow``.
+WRITE_NOW = "switchboard.write_now"
+
+
+class WriterNow:
+    """Writes ``data`` to a request's response body at once, as the
+    application's next ``http.response.body`` would (the same framing: a
+    chunk, for a response without a length), and says whether it did. It
+    does not when the response has not started or is complete, the client
+    has gone, or the client reads too slowly for what is already written
+    (the application's own next write waits then too).
+
+    Each of the application's writes reaches the transport whole and in one
+    step on the event loop, so a write from here never lands inside one.
+    Only for a response without a ``Content-Length`` (a stream): past a
+    declared length h11 fails the connection. A chunk frames the same bytes
+    the same way each time, so the last one h11 framed is reused for the
+    same data: h11's ``send`` (some 16 µs) is most of a heartbeat's cost
+    once it no longer goes through the application. One small object a
+    request (slots, not a closure: 10,000 streams hold one each)."""
+
+    __slots__ = ("cycle", "last")
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self.cycle = cycle
+        self.last: tuple[bytes, bytes] = (b"", b"")  # (data, the chunk h11 made of it)
+
+    def __call__(self, data: bytes) -> bool:
+        cycle = self.cycle
+        if (
+            not cycle.response_started
+            or cycle.response_complete
+            or cycle.disconnected
+            or cycle.flow.write_paused
+            or cycle.transport.is_closing()
+            or cycle.scope["method"] == "HEAD"  # a body of none (uvicorn's send writes b"")
+        ):
+            return False
+        last = self.last
+        if last[0] == data and data:
+            cycle.transport.write(last[1])
+            return True
+        framed = cycle.conn.send(h11.Data(data=data))
+        if framed == b"%x\r\n%s\r\n" % (len(data), data):  # a chunk, not a counted body
+            self.last = (data, framed)
+        cycle.transport.write(framed)
+        return True
 
 
 class HeaderTimeoutH11Protocol(H11Protocol):
@@ -58,6 +113,9 @@ class HeaderTimeoutH11Protocol(H11Protocol):
         super().handle_events()
         if self.cycle is not cycle:  # a new request: its headers are complete
             self._headers_received()
+            if self.cycle is not None:  # not an upgrade
+                extensions: dict[str, Any] = self.cycle.scope.setdefault("extensions", {})
+                extensions[WRITE_NOW] = WriterNow(self.cycle)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

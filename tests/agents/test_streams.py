@@ -456,3 +456,54 @@ def test_the_periodic_checks_outlive_a_moment_without_streams() -> None:
         return steps
 
     assert run_async(scenario())  # checked once a stream came back
+
+
+def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
+    """One pass for every quiet stream: straight to the socket through the web
+    server's writer (config/web_server.py, WRITE_NOW); through the stream's
+    own task only where the writer refuses (a client that reads slowly) or
+    is not there yet (the stream is still replaying). Quiet is nine tenths
+    of LIVE_HEARTBEAT_SECONDS: the timer runs every tenth of it, so no
+    stream is silent longer."""
+    from django.conf import settings
+
+    from agents.streams import HEARTBEAT, HEARTBEAT_BYTES, Hub, Listener
+
+    async def scenario() -> None:
+        hub = Hub()
+        written: list[bytes] = []
+        now = asyncio.get_running_loop().time()
+        direct, refused, replaying, busy = Listener(), Listener(), Listener(), Listener()
+
+        def write(data: bytes) -> bool:
+            written.append(data)
+            return True
+
+        direct.write_now = write
+        refused.write_now = lambda data: False
+        # Wrote a moment less than nine tenths ago: not yet.
+        busy.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.85
+        busy.write_now = direct.write_now
+        direct.written = now - settings.LIVE_HEARTBEAT_SECONDS * 0.95  # past nine tenths
+        ended = Listener()  # closed before it was due: forgotten
+        hub.listeners = {direct, refused, replaying, busy}
+        for listener in (direct, refused, replaying, busy, ended):
+            hub.due_at(now, listener)
+
+        await hub.beat()
+
+        assert written == [HEARTBEAT_BYTES]  # one, for ``direct``; its task stays asleep
+        assert direct.queue.empty() and direct.written >= now
+        assert refused.queue.get_nowait() is HEARTBEAT
+        assert replaying.queue.get_nowait() is HEARTBEAT
+        assert busy.queue.empty()
+        await hub.beat()  # ``direct`` is no longer quiet
+        assert written == [HEARTBEAT_BYTES]
+        # Each is due again when it will have been quiet for nine tenths.
+        quiet = settings.LIVE_HEARTBEAT_SECONDS * 0.9
+        due = {id(listener): when for when, _, listener in hub.due}
+        assert set(due) == {id(direct), id(refused), id(replaying), id(busy)}
+        assert due[id(busy)] == pytest.approx(busy.written + quiet)
+        assert due[id(direct)] == pytest.approx(direct.written + quiet)
+
+    run_async(scenario())
