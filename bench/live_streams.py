@@ -118,7 +118,7 @@ class Server(Service):
     streams and polls need no Celery worker."""
 
     def __init__(self, env: dict[str, str], port: int | None = None) -> None:
-        super().__init__(env, Path(env["VAR_DIR"]) / "logs", ("web",), port)
+        super().__init__(env, Path(env["VAR_DIR"]) / "logs", ("web",), port=port)
 
 
 # --- the clients -------------------------------------------------------------------
