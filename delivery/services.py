@@ -709,6 +709,14 @@ def _in_line(endpoint_id: int, now: datetime) -> QuerySet[Delivery]:
     )
 
 
+def _free_in_line(endpoint_id: int, now: datetime) -> QuerySet[Delivery]:
+    """``_in_line``, each row locked as it is read, with its endpoint; rows
+    another worker has locked are passed over: that worker is deciding
+    about them."""
+    line = _in_line(endpoint_id, now).select_related("endpoint")
+    return line.select_for_update(of=("self",), skip_locked=True)
+
+
 # A try that ends looks at most this many deliveries in line for one to take
 # its slot (one may end, or wait for an earlier one with its key, instead).
 HAND_OVER_LOOKS = 3
@@ -716,10 +724,8 @@ HAND_OVER_LOOKS = 3
 
 def _hand_over(endpoint_id: int, now: datetime) -> _Claim | None:
     """Give a slot that a try frees to the first in line that can start, and
-    start its try (for the caller to make). Rows another worker has locked
-    are passed over: that worker is deciding about them."""
-    line = _in_line(endpoint_id, now).select_related("endpoint")
-    line = line.select_for_update(of=("self",), skip_locked=True)
+    start its try (for the caller to make)."""
+    line = _free_in_line(endpoint_id, now)
     passed = 0
     for _ in range(HAND_OVER_LOOKS):
         # One row at a time: a row locked here stays locked until the commit,
@@ -747,9 +753,7 @@ def _hand_over_free_slot(endpoint_id: int, *, carry_on: bool) -> _Claim | None:
         if _free_slots(endpoint_id, now) <= 0:
             return None
         with transaction.atomic():
-            asleep = _in_line(endpoint_id, now).filter(waiting_for_slot=True)
-            asleep = asleep.select_related("endpoint")
-            delivery = asleep.select_for_update(of=("self",), skip_locked=True).first()
+            delivery = _free_in_line(endpoint_id, now).filter(waiting_for_slot=True).first()
             if delivery is None:
                 return None
             if not carry_on:
