@@ -800,6 +800,9 @@
   function rebuild() {
     // Another language, live: the UI drawn again in it, what the list has
     // said kept (its times in the new language), the window as it was.
+    // A widget destroyed (or booting again) while the catalogue came has
+    // nothing to draw again: a boot speaks the language asked for itself.
+    if (!S.ready) return;
     var list = ui.list, open = S.open;
     if (host && host.parentNode) host.parentNode.removeChild(host);
     ui = {};

@@ -273,6 +273,25 @@ def test_the_channels_language_without_a_page_language_and_setlocale_live(
     assert errors == []
 
 
+def test_a_language_asked_for_just_before_the_widget_is_destroyed_draws_nothing_again(
+    phone: Page, web_process: Any, site: HostSite, widget: WidgetChannel,  # noqa: F811
+) -> None:  # fmt: skip
+    # The catalogue arrives after svc_destroy (one task asks both, so it
+    # cannot come before): the widget stays gone, with no error on the page.
+    errors = watch(phone)
+    phone.goto(lang_page(site, web_process.url, widget))
+    wait_loaded(phone)
+    with phone.expect_response(lambda r: "/widget/lang/fr.json" in r.url) as came:
+        phone.evaluate("svc_api.setLocale('fr'); svc_destroy()")
+    assert came.value.ok
+    phone.evaluate("new Promise(r => setTimeout(r, 200))")  # its handlers have run
+    expect(phone.locator("#svc-widget")).to_have_count(0)
+    # Put back, the widget speaks the language last asked for.
+    phone.evaluate("svc_init()")
+    expect(phone.get_by_test_id("svc-label")).to_have_text("Discutez avec nous")
+    assert errors == []
+
+
 @pytest.mark.parametrize(
     ("lang", "label"),
     [("xx-YY", "Chatten Sie mit uns"), ("de-AT", "Chatten Sie mit uns"), ("en-GB", "Chat with us")],
