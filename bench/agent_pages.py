@@ -9,7 +9,8 @@ last event id) and, when the stream says it is open, asks /agent/live for
 what changed (the open chat's messages after the last it has, marked seen);
 then every event of the kinds the page listens to is a cue for one more
 /agent/live, a cue arriving while one is in flight for one more after it
-(its pollNow). No other script of the workspace asks the server by itself
+(its pollNow), except an event inside a chat the page shows nowhere
+(another agent's: app.js's elsewhere()). No other script of the workspace asks the server by itself
 (pages.js only redraws times; canned.js asks when the agent types "/").
 
 The clients write over A2 at RATE messages a second in all, each to a random
@@ -30,6 +31,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import tempfile
 import threading
 import time
@@ -53,6 +55,9 @@ CUES = {
     "message.delivery", "typing", "client.updated", "crm.panel", "call", "offline_message",
     "reset",
 }  # fmt: skip  # app.js's STREAM_EVENTS
+# app.js's INSIDE_A_CHAT: no cue for a chat the page shows nowhere.
+INSIDE_A_CHAT = {"message", "message.delivery", "typing", "client.updated", "crm.panel"}
+SHOWN = re.compile(rb'data-chat-id="(\d+)"')
 
 
 def setup(agents: int) -> dict[str, Any]:
@@ -101,6 +106,8 @@ class Page:
         self.requests = 0
         self.last_message = 0
         self.last_event = "0"
+        self.shown: set[str] = set()  # the chats of its lists (data-chat-id)
+        self.cut = False  # a list at its length (data-lists-cut)
         self.cue = asyncio.Event()
         self.connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
@@ -139,6 +146,7 @@ class Page:
             page = await self.get(f"/agent/chats/{self.chat}/")
             self.last_event = _data_attribute(page, b"data-live-id") or "0"
             self.last_message = int(_data_attribute(page, b"data-last") or 0)
+            self.lists(page)
             streaming = asyncio.create_task(self.listen())
             try:
                 while True:  # app.js's poll(), asked by cues (pollNow)
@@ -147,11 +155,23 @@ class Page:
                     path = f"/agent/live?chat={self.chat}&after={self.last_message}&seen=1"
                     answer = json.loads(await self.get(path))
                     self.last_message = answer["chat"]["last_message_id"]
+                    self.lists(answer["lists_html"].encode())
             finally:
                 streaming.cancel()
         finally:
             if self.connection is not None:
                 self.connection[1].close()
+
+    def lists(self, html: bytes) -> None:
+        self.shown = {m.decode() for m in SHOWN.findall(html)}
+        self.cut = b"data-lists-cut" in html
+
+    def elsewhere(self, kind: str, data: str) -> bool:
+        """app.js's elsewhere(): an event inside a chat neither open nor listed."""
+        if kind not in INSIDE_A_CHAT or self.cut:
+            return False
+        chat = str(json.loads(data).get("chat_id") or "")
+        return bool(chat) and chat != str(self.chat) and chat not in self.shown
 
     async def listen(self) -> None:
         """The page's EventSource: each event of a kind it listens to is a cue."""
@@ -160,7 +180,7 @@ class Page:
         path = f"/agent/stream?last_event_id={self.last_event}"
         writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.cookie}\r\n".encode())
         await writer.drain()
-        kind = ""
+        kind = data = ""
         try:
             while line := await reader.readline():
                 text = line.decode().rstrip("\r\n")
@@ -168,10 +188,12 @@ class Page:
                     self.cue.set()  # open: what changed meanwhile
                 elif text.startswith("event: "):
                     kind = text[7:]
+                elif text.startswith("data: "):
+                    data = text[6:]
                 elif not text and kind:
-                    if kind in CUES:
+                    if kind in CUES and not self.elsewhere(kind, data):
                         self.cue.set()
-                    kind = ""
+                    kind = data = ""
         finally:
             writer.close()
 

@@ -98,6 +98,9 @@ def _lists(agent: Agent, *, chat: Chat | None, back: str) -> dict[str, Any]:
         "unhandled_offline": sum(item.handled_at is None for item in offline),
         "chat": chat,
         "back": back,
+        # A list at its length may leave out a chat that a message brings in:
+        # the page then asks on every event (static/agent/app.js, elsewhere).
+        "cut": LIST_LENGTH in (len(queue), len(active), len(with_bot)),
     }
 
 

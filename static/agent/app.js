@@ -284,6 +284,22 @@
     if (!polling) poll();  // a poll in flight schedules the next one itself
   }
 
+  // What happens inside a chat this page shows nowhere (another agent's chat
+  // of my channels: neither open here nor in my lists) changes nothing on
+  // it: no poll. Whatever moves a chat in or out of the lists (its state, a
+  // transfer, an offer) always asks; so does anything while a list is cut
+  // at its length, where a chat not shown may be the one to come in.
+  const INSIDE_A_CHAT = ["message", "message.delivery", "typing", "client.updated", "crm.panel"];
+  function elsewhere(event) {
+    if (!INSIDE_A_CHAT.includes(event.type)) return false;
+    let id;
+    try { id = String(JSON.parse(event.data).chat_id || ""); } catch (error) { return false; }
+    if (!id || id === chatId) return false;
+    const lists = document.getElementById("lists");
+    if (!lists || lists.querySelector("[data-lists-cut]")) return false;
+    return !lists.querySelector(`[data-chat-id="${CSS.escape(id)}"]`);
+  }
+
   function listen() {
     if (!window.EventSource || !page.dataset.streamUrl) return false;
     const source = new EventSource(
@@ -308,6 +324,7 @@
     });
     const cue = (event) => {
       if (event.lastEventId) lastEventId = event.lastEventId;
+      if (elsewhere(event)) return;
       pollNow();
     };
     STREAM_EVENTS.forEach((kind) => source.addEventListener(kind, cue));

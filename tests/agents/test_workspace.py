@@ -167,6 +167,21 @@ def test_live_tells_the_page_what_to_notify(browser: Browser, agent: Agent) -> N
     ]
 
 
+def test_the_lists_say_when_one_is_cut_at_its_length(
+    browser: Browser, agent: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cut list may leave out the chat an event is about: the page then asks
+    # on every event (static/agent/app.js, elsewhere).
+    from agents.pages import workspace
+
+    monkeypatch.setattr(workspace, "LIST_LENGTH", 2)
+    open_chat(agent, "Nina", "Is anyone there?")
+    assert "data-lists-cut" not in browser.get("/agent/live").json()["lists_html"]
+    open_chat(agent, "Olga", "hi")
+    assert "data-lists-cut" in browser.get("/agent/live").json()["lists_html"]
+    assert "data-lists-cut" in browser.get("/agent/").content.decode()
+
+
 def test_times_carry_iso_datetimes_for_the_browser(browser: Browser, agent: Agent) -> None:
     chat = open_chat(agent, "Olga", "hi")
     html = browser.get(f"/agent/chats/{chat.pk}/").content.decode()

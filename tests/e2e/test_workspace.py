@@ -690,3 +690,38 @@ def test_the_visitor_card_names_the_browser_and_shows_only_what_is_known(
     expect(email).to_be_visible()
     starts = page.wait_for_function(LINE_STARTS).json_value()  # too long for one line
     assert all(start in "@." for start in starts[1:]), starts  # never inside a word
+
+
+def test_what_happens_in_a_chat_the_page_does_not_show_asks_nothing(
+    chromium: Browser, web_process: Any, alice: Agent, chat_api: ChatApiChannel
+) -> None:
+    # Bob shares Alice's channel: his chat's messages and typing reach her
+    # page's stream, but change nothing on it (static/agent/app.js, elsewhere).
+    bob = AgentFactory.create(email="bob@example.com", name="Bob Agent")
+    chat_api.channel.agents.add(bob)
+    opened = services.accept_chat(chat=customer(chat_api, "Olga", "Hello"), agent=alice)
+    other = services.accept_chat(chat=customer(chat_api, "Pavel", "Hi"), agent=alice)
+    bobs = services.accept_chat(chat=customer(chat_api, "Rita", "Hey"), agent=bob)
+    context = chromium.new_context(
+        viewport={"width": 1366, "height": 800}, base_url=web_process.url
+    )
+    context.add_init_script(RECORDER)
+    page = context.new_page()
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/agent/live" in r.url else None)
+    try:
+        sign_in(page)
+        page.goto(f"/agent/chats/{opened.pk}/")
+        heard(page)
+        settle(page)
+        before = len(polls)
+        services.post_client_message(client=bobs.client, content=text("For Bob"))
+        services.set_client_typing(chat=bobs, typing=True)
+        # A message in my other chat asks: its line in my list changes.
+        services.post_client_message(client=other.client, content=text("Still there?"))
+        item = page.locator(f"#lists [data-chat-id='{other.pk}'] .preview")
+        expect(item).to_have_text("Still there?", timeout=LIVE)
+        settle(page)
+        assert len(polls) - before == 1, polls[before:]
+    finally:
+        context.close()
