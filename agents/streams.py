@@ -85,6 +85,17 @@ async def in_thread(query: Callable[[], T]) -> T:
     return await sync_to_async(run, thread_sensitive=False)()
 
 
+async def on_request_thread(query: Callable[[], T]) -> T:
+    """Run a query of a stream's view, before the stream begins, on the
+    request's own thread, with the connection its middleware opened there
+    (reading the session). On a thread of its own the query needed a second
+    connection while that one stayed held: as many page streams opening at
+    once as the web process's pool has connections held them all, each
+    waiting for one more (the pool's time-out, then 503). The stream gives
+    the connection back as it begins (``release_request_thread``)."""
+    return await sync_to_async(query, thread_sensitive=True)()
+
+
 @dataclass(eq=False)
 class Listener:
     """One open stream: who it is for, and its queue."""
@@ -617,7 +628,9 @@ def stream_response(listener: Listener, request: HttpRequest) -> StreamingHttpRe
 
 
 async def agent_listener(agent: Agent, *, token_hash: str = "", session_key: str = "") -> Listener:
-    ids = await in_thread(lambda: frozenset(visible_channels(agent).values_list("id", flat=True)))
+    ids = await on_request_thread(
+        lambda: frozenset(visible_channels(agent).values_list("id", flat=True))
+    )
     return Listener(
         channel_ids=ids, agent_id=agent.pk, token_hash=token_hash, session_key=session_key
     )
@@ -628,7 +641,7 @@ async def agent_stream(request: HttpRequest) -> HttpResponse | StreamingHttpResp
     """``GET /agent/stream``: everything that changes on the agent pages."""
     if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET"})
-    user = await in_thread(lambda: auth.get_user(request))
+    user = await on_request_thread(lambda: auth.get_user(request))
     if not isinstance(user, Agent) or not user.is_active:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
     session_key = request.session.session_key or ""
@@ -644,7 +657,7 @@ async def agent_api_stream(request: HttpRequest) -> HttpResponse | StreamingHttp
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "token" or not key.strip():
         return error_response(401, "send the header Authorization: Token <key>")
-    agent = await in_thread(lambda: agent_for_key(key.strip()))
+    agent = await on_request_thread(lambda: agent_for_key(key.strip()))
     if agent is None:
         return error_response(401, "token is not valid")
     token_hash = ApiToken.hash_key(key.strip())

@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -253,6 +254,35 @@ def test_page_streams_give_their_database_connections_back(web: WebServer, alice
     page = requests.get(f"{web.base_url}/agent/", headers={"Cookie": cookie}, timeout=20)
 
     assert (page.status_code, time.monotonic() - started < 5) == (200, True)
+
+
+def test_page_streams_opened_together_do_not_wait_for_connections(alice: Agent) -> None:
+    """A page stream's middleware reads the session on the request's thread,
+    which keeps that connection while the (async) view runs; the view read
+    the session again on a thread of its own, needing a second connection.
+    As many streams opening at once as the pool has connections held them
+    all, each waiting for one more: the pool's time-out, then 503 (bench
+    scenario 8's 50 pages). The view reads on the request's thread now."""
+    server = WebServer(DATABASE_POOL_SIZE="4", DATABASE_POOL_TIMEOUT_SECONDS="5").start()
+    browser = Browser()
+    browser.force_login(alice)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    streams: list[Reader] = []
+    try:
+        started = time.monotonic()
+        with ThreadPoolExecutor(12) as pool:
+            opening = [
+                pool.submit(Reader, f"{server.base_url}/agent/stream", Cookie=cookie)
+                for _ in range(12)
+            ]
+            streams = [each.result() for each in opening]
+        statuses = [stream.response.status_code for stream in streams]
+        assert (statuses, time.monotonic() - started < 4) == ([200] * 12, True)
+        wait_for(lambda: all("connected" in s.comments for s in streams), timeout=10)
+    finally:
+        for stream in streams:
+            stream.close()
+        server.stop()
 
 
 def test_old_events_are_forgotten_and_a_late_reconnect_is_told_to_reload(
