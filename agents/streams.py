@@ -23,7 +23,7 @@ import itertools
 import json
 import logging
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -96,7 +96,54 @@ async def on_request_thread(query: Callable[[], T]) -> T:
     return await sync_to_async(query, thread_sensitive=True)()
 
 
-@dataclass(eq=False)
+class Inbox:
+    """A stream's queue of events, with the part of ``asyncio.Queue`` a
+    stream uses (one reader). An ``asyncio.Queue`` is about 3.2 KiB (four
+    deques and an event), most of an idle stream's own objects; an empty
+    inbox is this object alone, its deque made on the first event and let
+    go once read empty (docs/performance.md, "Live streams")."""
+
+    __slots__ = ("_items", "_reader", "maxsize")
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._items: deque[Any] | None = None
+        self._reader: asyncio.Future[None] | None = None
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def full(self) -> bool:
+        return self._items is not None and len(self._items) >= self.maxsize
+
+    def put_nowait(self, item: Any) -> None:
+        if self.full():
+            raise asyncio.QueueFull
+        if self._items is None:
+            self._items = deque()
+        self._items.append(item)
+        if self._reader is not None and not self._reader.done():
+            self._reader.set_result(None)
+
+    def get_nowait(self) -> Any:
+        if not self._items:
+            raise asyncio.QueueEmpty
+        item = self._items.popleft()
+        if not self._items:
+            self._items = None
+        return item
+
+    async def get(self) -> Any:
+        while not self._items:
+            self._reader = asyncio.get_running_loop().create_future()
+            try:
+                await self._reader
+            finally:
+                self._reader = None
+        return self.get_nowait()
+
+
+@dataclass(eq=False, slots=True)
 class Listener:
     """One open stream: who it is for, and its queue."""
 
@@ -112,9 +159,7 @@ class Listener:
     holder: str = ""
     lease_keys: tuple[str, ...] = ()
     started: bool = False  # its event stream began (and gives the slots back)
-    queue: asyncio.Queue[dict[str, Any] | None] = field(
-        default_factory=lambda: asyncio.Queue(QUEUE_SIZE)
-    )
+    queue: Inbox = field(default_factory=lambda: Inbox(QUEUE_SIZE))
     written: float = 0.0  # when it last wrote (the event loop's clock): heartbeats
     # The web server's writer to the stream's socket (config/web_server.py,
     # WRITE_NOW), once its replay is out: the hub writes its heartbeats there

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from agents import live, services, sessions
 from agents.models import Agent, AgentSession, ApiToken, Chat, LiveEvent
+from agents.streams import Inbox
 from agents.tokens import issue_token, revoke_token
 from channels_api.models import ChatApiChannel
 from channels_api.services import create_chat_api_channel
@@ -535,5 +536,38 @@ def test_the_hub_writes_heartbeats_to_the_socket_itself_where_it_can() -> None:
         assert set(due) == {id(direct), id(refused), id(replaying), id(busy)}
         assert due[id(busy)] == pytest.approx(busy.written + quiet)
         assert due[id(direct)] == pytest.approx(direct.written + quiet)
+
+    run_async(scenario())
+
+
+def test_an_inbox_hands_events_on_in_order_and_ends_a_stream_too_far_behind() -> None:
+    """A stream's ``Inbox`` (the part of ``asyncio.Queue`` a stream uses, at
+    a fraction of its memory): in order, refused past its size, a reader
+    that waits woken by the next event, one cancelled (its client left)
+    leaving it as it was."""
+
+    async def scenario() -> None:
+        inbox = Inbox(2)
+        assert inbox.empty() and not inbox.full()
+        waiting = asyncio.ensure_future(inbox.get())
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        inbox.put_nowait("a")
+        assert await waiting == "a" and inbox.empty()
+        inbox.put_nowait("b")
+        inbox.put_nowait("c")
+        assert inbox.full()
+        with pytest.raises(asyncio.QueueFull):
+            inbox.put_nowait("d")
+        assert [await inbox.get(), inbox.get_nowait()] == ["b", "c"]
+        with pytest.raises(asyncio.QueueEmpty):
+            inbox.get_nowait()
+        cancelled = asyncio.ensure_future(inbox.get())
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        inbox.put_nowait("e")
+        assert await asyncio.wait_for(inbox.get(), timeout=1) == "e"
 
     run_async(scenario())
