@@ -77,8 +77,8 @@ SLOT_RECHECK = timedelta(seconds=60)
 # each hand-over costs a message and a claim (docs/performance.md).
 CARRY_ON_SECONDS = 60.0
 # The order in which the broker hands out the delivery queue's messages
-# (Redis: a lower number first; the embedded filesystem broker keeps the
-# order of publishing). A try that may start now — a retry, a delivery
+# (a lower number first, on Redis as on the embedded broker:
+# config/broker.py). A try that may start now — a retry, a delivery
 # woken for a free slot or after its ordering key's earlier one — goes
 # before any new delivery's first message, so it never waits behind a
 # burst; a new delivery whose message would most likely only put it to
