@@ -71,10 +71,9 @@ SLOT_RECHECK = timedelta(seconds=60)
 # A thread whose try freed a slot tries the next delivery waiting for it
 # itself, for this long at most, and no longer once its worker wants the
 # thread for other work (a retry come due, a shutdown: ``attempt_delivery``);
-# then that one goes through Celery. Not shorter: a delivery handed over
-# through Celery races the others woken so for a free slot, so waiting
-# deliveries would no longer be tried in the order they were enqueued, and
-# each hand-over costs a message and a claim (docs/performance.md).
+# then that one goes through Celery. Not shorter: each hand-over through
+# Celery costs a message and a claim, and a delivery woken so races the
+# others for the free slot, out of their enqueue order (docs/performance.md).
 CARRY_ON_SECONDS = 60.0
 # The order in which the broker hands out the delivery queue's messages
 # (a lower number first, on Redis as on the embedded broker:
