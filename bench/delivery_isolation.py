@@ -192,9 +192,10 @@ def measure(healthy: int, drippers: int, per_dripper: int) -> dict[str, Any]:
             state = dripper_state()
         finally:
             worker.terminate()
-            # A warm shutdown waits for the tasks running: a thread carries
-            # on for up to CARRY_ON_SECONDS (60), then its try ends.
-            worker.wait(90)
+            # A warm shutdown waits for the tasks running: each ends with
+            # the try it has in flight (3 s at most), as a thread that
+            # carries tries on stops when its worker does (delivery/tasks.py).
+            worker.wait(30)
             pipe.send("stop")
             dripping.join(10)
             receiver.shutdown()

@@ -5,13 +5,20 @@ a worker looking at that moment renames the empty file away, fails to parse
 it and stops ("Unrecoverable error: JSONDecodeError"), taking ``make run``
 down with it. Here a message is written under a name no queue reads, then
 renamed into place in one step: a reader sees a whole message or none.
+
+A queue's messages are read in the order of their file names, which begin
+with the message's priority (0 to 9, the lower first, as kombu's Redis
+transport hands them out: delivery/services.py's ``PRIORITY_*``), then the
+time it was written (in nanoseconds, zero-padded, so that the names sort
+in the order written; kombu's own names have milliseconds, in which two
+messages often tie and then come out in either order).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from time import monotonic
+from time import monotonic_ns
 from typing import Any
 
 from kombu.exceptions import ChannelError
@@ -25,7 +32,8 @@ ALIAS = "switchboard-filesystem"
 class Channel(filesystem.Channel):
     # kombu's stubs give the two base classes' _put different parameter names.
     def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        priority = self._get_message_priority(payload, reverse=False)
+        name = f"{priority}-{monotonic_ns():020d}_{uuid.uuid4()}.{queue}.msg"
         folder = self.data_folder_out
         # ".<uuid>.part" reads as queue "<uuid>.part", which no consumer asks for.
         partial = os.path.join(folder, f".{uuid.uuid4()}.part")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -68,9 +69,22 @@ logger = logging.getLogger(__name__)
 ORDER_RECHECK = timedelta(seconds=60)
 SLOT_RECHECK = timedelta(seconds=60)
 # A thread whose try freed a slot tries the next delivery waiting for it
-# itself, for this long at most; then that one goes through Celery, so a
-# task never runs for long (a warm shutdown waits for it).
+# itself, for this long at most, and no longer once its worker wants the
+# thread for other work (a retry come due, a shutdown: ``attempt_delivery``);
+# then that one goes through Celery. Not shorter: each hand-over through
+# Celery costs a message and a claim, and a delivery woken so races the
+# others for the free slot, out of their enqueue order (docs/performance.md).
 CARRY_ON_SECONDS = 60.0
+# The order in which the broker hands out the delivery queue's messages
+# (a lower number first, on Redis as on the embedded broker:
+# config/broker.py). A try that may start now — a retry, a delivery
+# woken for a free slot or after its ordering key's earlier one — goes
+# before any new delivery's first message, so it never waits behind a
+# burst; a new delivery whose message would most likely only put it to
+# wait (``_pending_before``) goes last.
+PRIORITY_DUE = 0
+PRIORITY_NEW = 3
+PRIORITY_BEHIND = 6
 # A message may run a little before the row's due time (clocks of two hosts).
 EARLY_TOLERANCE = timedelta(milliseconds=500)
 Status = Delivery.Status
@@ -157,8 +171,11 @@ def rotate_secret(*, endpoint: Endpoint) -> str:
 # --- enqueue, redeliver, sweep ----------------------------------------------
 
 
-def _dispatch_on_commit(delivery_id: int, *, countdown: float = 0.0) -> None:
-    """Hand the id to Celery once the transaction commits.
+def _dispatch_on_commit(
+    delivery_id: int, *, countdown: float = 0.0, priority: int = PRIORITY_DUE
+) -> None:
+    """Hand the id to Celery once the transaction commits, at ``priority``
+    (one of the ``PRIORITY_*``).
 
     A failure to publish (the broker is down) is logged, not raised: the row
     is in the database, marked never dispatched, and the next sweep sends
@@ -170,7 +187,9 @@ def _dispatch_on_commit(delivery_id: int, *, countdown: float = 0.0) -> None:
         from delivery import tasks  # tasks imports this module
 
         try:
-            tasks.deliver.apply_async((delivery_id,), countdown=countdown or None)
+            tasks.deliver.apply_async(
+                (delivery_id,), countdown=countdown or None, priority=priority
+            )
         except Exception:
             logger.exception(
                 "delivery.dispatch_failed id=%s (the sweep will send it)",
@@ -230,8 +249,8 @@ def enqueue(
             expires_at=_expiry(rules, now),
             created=now,
         )
-        _insert(delivery, link)
-        _dispatch_on_commit(delivery.pk)
+        behind = _insert(delivery, link)
+        _dispatch_on_commit(delivery.pk, priority=PRIORITY_BEHIND if behind else PRIORITY_NEW)
     _log(
         "delivery.enqueued",
         id=delivery.pk,
@@ -244,17 +263,21 @@ def enqueue(
     return delivery
 
 
-def _insert(delivery: Delivery, link: Model | None) -> None:
+def _insert(delivery: Delivery, link: Model | None) -> bool:
     """INSERT the delivery and the owner's ``link`` to it: on PostgreSQL in one
     statement (``WITH d AS (INSERT … RETURNING id) INSERT … SELECT … FROM d``),
     which saves a round trip on the path of every agent and bot message;
-    elsewhere one after the other."""
+    elsewhere one after the other.
+
+    Returns whether its try would most likely only wait (``_pending_before``,
+    read by the same statement on PostgreSQL; False elsewhere): a hint for
+    its message's priority only — its claim decides."""
     if link is None or connection.vendor != "postgresql":
         delivery.save(force_insert=True)
         if link is not None:
             link.delivery = delivery  # type: ignore[attr-defined]
             link.save(force_insert=True)
-        return
+        return False
     query = InsertQuery(Delivery)
     query.insert_values(_inserted_fields(Delivery), [delivery])
     [(delivery_sql, delivery_params)] = query.get_compiler(connection=connection).as_sql()
@@ -265,18 +288,52 @@ def _insert(delivery: Delivery, link: Model | None) -> None:
     values = "".join(f"CAST(%s AS {field.db_type(connection)}), " for field in fields)
     params = [field.get_db_prep_save(field.pre_save(link, True), connection) for field in fields]
     table, link_pk, delivery_pk = _quoted(link._meta.db_table), _pk(type(link)), _pk(Delivery)
+    behind_sql, behind_params = _pending_before(delivery)
     # Django's own INSERT and the models' quoted names; every value a parameter.
     sql = (
-        f"WITH d AS ({delivery_sql} RETURNING {delivery_pk}) "  # noqa: S608
+        f"WITH d AS ({delivery_sql} RETURNING {delivery_pk}, {behind_sql} AS behind) "  # noqa: S608
         f"INSERT INTO {table} ({columns}) SELECT {values}d.{delivery_pk} FROM d "
-        f"RETURNING {link_pk}, {_quoted(to.column)}"
+        f"RETURNING {link_pk}, {_quoted(to.column)}, (SELECT behind FROM d)"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*delivery_params, *params])
-        link.pk, delivery.pk = cursor.fetchone()
+        cursor.execute(sql, [*delivery_params, *behind_params, *params])
+        link.pk, delivery.pk, behind = cursor.fetchone()
     for row in (delivery, link):
         row._state.adding, row._state.db = False, connection.alias
     link.delivery = delivery  # type: ignore[attr-defined]
+    return bool(behind)
+
+
+def _pending_before(delivery: Delivery) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) for "its try would most likely only wait":
+    an earlier delivery with its ordering key is pending, or its endpoint
+    has as many pending deliveries as it has slots. Read in the statement
+    that inserts it, which does not see its own row."""
+    meta = Delivery._meta
+    table = _quoted(meta.db_table)
+    endpoint, key, status = (
+        _column(Delivery, name) for name in ("endpoint", "ordering_key", "status")
+    )
+    # At most ``limit`` rows of the endpoint's line are read (delivery_line_idx).
+    limit = _limit(delivery.endpoint.in_flight_limit)
+    sql = (
+        f"(SELECT count(*) FROM (SELECT 1 FROM {table} AS line "  # noqa: S608
+        f"WHERE line.{endpoint} = %s AND line.{status} = %s LIMIT %s) AS taken) >= %s"
+    )
+    params: list[Any] = [delivery.endpoint_id, Status.PENDING.value, limit, limit]
+    if delivery.ordering_key:
+        sql += (
+            f" OR EXISTS (SELECT 1 FROM {table} AS earlier "  # noqa: S608
+            f"WHERE earlier.{endpoint} = %s AND earlier.{key} = %s AND earlier.{status} = %s)"
+        )
+        params += [delivery.endpoint_id, delivery.ordering_key, Status.PENDING.value]
+    return f"({sql})", params
+
+
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)
+    return _quoted(field.column)
 
 
 def _quoted(name: str | None) -> str:
@@ -322,7 +379,7 @@ def redeliver(*, delivery: Delivery) -> Delivery:
     current.reply_body = None
     current.completed_at = None
     current.save()
-    _dispatch_on_commit(current.pk)
+    _dispatch_on_commit(current.pk, priority=PRIORITY_NEW)
     _log("delivery.redelivered", id=current.pk, endpoint=current.endpoint_id)
     delivery.refresh_from_db()
     return delivery
@@ -402,14 +459,16 @@ class _Claim:
     started_at: datetime
 
 
-def attempt_delivery(*, delivery_id: int) -> None:
+def attempt_delivery(*, delivery_id: int, wanted: Callable[[], bool] | None = None) -> None:
     """Make the try that is due for ``delivery_id``, if one is (idempotent).
 
     A delivery that is final, in flight, not yet due, waiting for an earlier
     one with its ordering key or waiting for a free slot of its endpoint is
     left alone. When the try ends, its slot goes to the next try in line
     (see ``_record``), which this call then makes too, for up to
-    ``CARRY_ON_SECONDS``.
+    ``CARRY_ON_SECONDS`` — and only while ``wanted`` (the worker's "is this
+    thread wanted for other work now?") says no: a retry come due must not
+    wait for a thread behind another endpoint's line.
     """
     started = time.monotonic()
     claim = _claim(delivery_id)
@@ -426,7 +485,7 @@ def attempt_delivery(*, delivery_id: int) -> None:
         # enqueued delivery ready for a try — and this thread makes that try
         # itself: no trip through the broker. It is claimed in the same
         # transaction, so the slot never looks free to others meanwhile.
-        carry_on = time.monotonic() - started < CARRY_ON_SECONDS
+        carry_on = time.monotonic() - started < CARRY_ON_SECONDS and not (wanted and wanted())
         endpoint_id = claim.endpoint_id
         claim = _record(claim, exchange, carry_on=carry_on)
         if claim is None:

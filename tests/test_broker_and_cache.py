@@ -38,6 +38,12 @@ def test_the_cache_never_lives_in_the_brokers_redis_database() -> None:
     assert cache_database != redis_database(settings.CELERY_BROKER_URL)
 
 
+def queued(broker: redis.Redis, queue: str) -> int:
+    """Messages waiting on ``queue``: kombu keeps one list per priority
+    step, named after the queue (delivery/services.py, ``PRIORITY_*``)."""
+    return sum(broker.llen(key) for key in broker.keys(f"{queue}*"))
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_cache_clear_loses_no_queued_delivery(
@@ -61,14 +67,14 @@ def test_a_cache_clear_loses_no_queued_delivery(
         )
     broker = redis.Redis.from_url(settings.REDIS_URL) if settings.REDIS_URL else None
     if broker is not None:
-        assert broker.llen(queue) == 1
+        assert queued(broker, queue) == 1
 
     cache.set("something", "cached")
     cache.clear()
 
     assert cache.get("something") is None
     if broker is not None:
-        assert broker.llen(queue) == 1
+        assert queued(broker, queue) == 1
     worker = Worker(queues=queue, concurrency=2).start()
     try:
         [received] = target.wait_for(1, timeout=30)
@@ -120,3 +126,28 @@ def test_the_embedded_broker_never_shows_a_half_written_message(
     assert seen_while_writing and all(empty == [] for empty in seen_while_writing)
     left = [n for n in os.listdir(tmp_path) if n.endswith((".msg", ".part"))]
     assert left == []
+
+
+def test_the_embedded_broker_hands_out_a_lower_priority_number_first(tmp_path: Path) -> None:
+    """As kombu's Redis transport does: a delivery's retry (priority 0)
+    before new deliveries' first messages (3, 6) published earlier."""
+    from kombu import Connection
+
+    from config import broker
+
+    options = {
+        "data_folder_in": str(tmp_path),
+        "data_folder_out": str(tmp_path),
+        "control_folder": str(tmp_path / "control"),
+    }
+    with Connection(f"{broker.ALIAS}://", transport_options=options) as connection:
+        queue = connection.SimpleQueue("ordered-jobs")
+        for n, priority in enumerate((6, 3, 6, 0, 3)):
+            queue.put({"n": n}, priority=priority)
+        got = []
+        for _ in range(5):
+            message = queue.get(timeout=1)
+            message.ack()
+            got.append(message.payload["n"])
+        queue.close()
+    assert got == [3, 1, 4, 0, 2]  # by priority, then in the order published

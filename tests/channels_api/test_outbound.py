@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from agents import services
 from agents.content import Content
@@ -14,6 +15,8 @@ from agents.models import Agent, Chat, Message
 from channels_api.models import ChatApiChannel
 from channels_api.selectors import deliveries_of
 from channels_api.services import create_chat_api_channel
+from delivery import services as delivery_services
+from delivery import tasks
 from delivery.models import Delivery
 from tests.channels_api.conftest import Integrator
 from tests.delivery.target import Reply, Target, drive
@@ -230,3 +233,33 @@ def test_a_webhook_url_change_moves_the_target(agent: Agent, target: Target) -> 
     sent(services.post_agent_message(chat=chat, agent=agent, content=text("moved")))
 
     assert target.received[0].path == f"/v2/{chat_api.channel.public_id}"
+
+
+def test_a_chats_next_message_is_handed_out_after_others_while_the_last_is_pending(
+    agent: Agent,
+    target: Target,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """A burst of replies: a chat's later message, whose try would only wait
+    for the earlier one, goes to the broker behind every other delivery's
+    first message (on PostgreSQL, whose INSERT reads whether one is
+    pending; elsewhere it goes as any new one)."""
+    chat = active_chat(make_channel(agent, target), agent)
+    priorities: list[int] = []
+    monkeypatch.setattr(
+        tasks.deliver, "apply_async", lambda args, **options: priorities.append(options["priority"])
+    )
+
+    def reply(words: str) -> Message:
+        with django_capture_on_commit_callbacks(execute=True):
+            return services.post_agent_message(chat=chat, agent=agent, content=text(words))
+
+    first, second = reply("one"), reply("two")
+    sent(first)
+    sent(second)
+    reply("three")  # the earlier ones are delivered
+
+    behind = delivery_services.PRIORITY_BEHIND if connection.vendor == "postgresql" else None
+    new = delivery_services.PRIORITY_NEW
+    assert priorities == [new, behind or new, new]
