@@ -7,8 +7,9 @@ from typing import Any
 import kombu
 from celery import Celery, bootsteps
 from celery.app.amqp import AMQP
-from celery.signals import after_setup_logger, after_setup_task_logger
+from celery.signals import after_setup_logger, after_setup_task_logger, task_postrun, task_prerun
 from celery.worker.consumer import Consumer
+from django import db
 
 from config.log_redaction import RedactSecrets
 
@@ -35,7 +36,22 @@ class SwitchboardAMQP(AMQP):
 
 app = Celery("switchboard", amqp=SwitchboardAMQP)
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# Celery's Django fix-up closes every database connection of the thread
+# before and after each task unless this is set: every delivery try (three
+# tasks a reply, when it waits for the chat's earlier one) opened a new
+# PostgreSQL connection. With it, the fix-up closes a thread's connections
+# only once in 2 x this many tasks of the process; the handlers below do
+# what Django does around a request instead: a connection past
+# CONN_MAX_AGE or broken by an error is closed, and CONN_HEALTH_CHECKS
+# checks a kept one as the next task first uses it (docs/performance.md).
+app.conf.CELERY_DB_REUSE_MAX = 1_000_000
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_connections(**kwargs: Any) -> None:
+    db.close_old_connections()
 
 
 class SweepOnReconnect(bootsteps.StartStopStep):

@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import F, Field, Model, Q, QuerySet, Value
 from django.db.models.functions import Greatest, Least
 from django.db.models.sql import InsertQuery
@@ -471,7 +471,7 @@ def attempt_delivery(*, delivery_id: int, wanted: Callable[[], bool] | None = No
     wait for a thread behind another endpoint's line.
     """
     started = time.monotonic()
-    claim = _claim(delivery_id)
+    claim = _again_after_deadlock(_claim, delivery_id)
     while claim is not None:
         exchange = transport.post(
             url=claim.url,
@@ -487,11 +487,35 @@ def attempt_delivery(*, delivery_id: int, wanted: Callable[[], bool] | None = No
         # transaction, so the slot never looks free to others meanwhile.
         carry_on = time.monotonic() - started < CARRY_ON_SECONDS and not (wanted and wanted())
         endpoint_id = claim.endpoint_id
-        claim = _record(claim, exchange, carry_on=carry_on)
+        claim = _again_after_deadlock(_record, claim, exchange, carry_on=carry_on)
         if claim is None:
             # A delivery that went to wait while this try ended may have been
             # missed by ``_record``: look again.
             claim = _hand_over_free_slot(endpoint_id, carry_on=carry_on)
+
+
+# PostgreSQL's SQLSTATEs for a transaction it ended to let others go on: a
+# deadlock, a serialization failure. Run again, it most often goes through.
+TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+TRANSIENT_TRIES = 3
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _again_after_deadlock(step: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``step`` (a whole transaction), run again when PostgreSQL ended it to
+    break a deadlock: a try's outcome is stored although two tries that
+    ended together waited for each other's rows, instead of being lost
+    until its lease runs out and the sweep sends the try again."""
+    for attempt in range(1, TRANSIENT_TRIES + 1):
+        try:
+            return step(*args, **kwargs)
+        except OperationalError as error:
+            sqlstate = getattr(error.__cause__, "sqlstate", None)
+            if sqlstate not in TRANSIENT_SQLSTATES or attempt == TRANSIENT_TRIES:
+                raise
+            _log("delivery.transaction_repeated", level=logging.WARNING, sqlstate=sqlstate)
+    raise AssertionError("unreachable")
 
 
 def _locked(delivery_id: int) -> Delivery | None:
@@ -832,13 +856,24 @@ def _wake(delivery_id: int, now: datetime) -> None:
 
 def _wake_asleep(endpoint_id: int, now: datetime, count: int) -> None:
     """Wake the first ``count`` deliveries asleep waiting for a slot (a grown
-    limit made room for them)."""
-    asleep = Delivery.objects.filter(
-        endpoint_id=endpoint_id,
-        status=Status.PENDING,
-        waiting_for_slot=True,
-        dispatched_at__isnull=True,
-    ).order_by("pk")
+    limit made room for them).
+
+    Rows another transaction has locked are passed over, not waited for:
+    that one is deciding about them (a try that ended handing its slot on,
+    a delivery's own message), and two tries ending together, each holding
+    the row the other wakes, would otherwise deadlock — PostgreSQL then
+    ends one of them, and with it that try's outcome (docs/delivery.md).
+    """
+    asleep = (
+        Delivery.objects.filter(
+            endpoint_id=endpoint_id,
+            status=Status.PENDING,
+            waiting_for_slot=True,
+            dispatched_at__isnull=True,
+        )
+        .order_by("pk")
+        .select_for_update(skip_locked=True)
+    )
     for pk in list(asleep.values_list("pk", flat=True)[:count]):
         _wake(pk, now)
 
