@@ -13,7 +13,10 @@ then a byte every 0.5 s, as in the security review — each have several
 deliveries going. Prints p50/p99 of the healthy deliveries' time from enqueue
 to arrival at the receiver, in both runs, and their ratio (goal: p99 with the
 drippers within 1.5x of p99 without), and the healthy deliveries' rate
-beside the drippers over their rate alone (goal: at least 0.9).
+beside the drippers over their rate alone (goal: at least 0.9). The runner
+makes RUNS such runs one after the other (100 healthy deliveries each) and
+shows the worst of them: the issue asks for the goals in each of five
+consecutive runs.
 
     .venv/bin/python -m bench --only delivery_isolation [--quick]
     .venv/bin/python bench/delivery_isolation.py [--healthy 300] [--drippers 10]
@@ -211,34 +214,50 @@ def measure(healthy: int, drippers: int, per_dripper: int) -> dict[str, Any]:
     }
 
 
+RUNS = 5  # the issue's "in each of five consecutive runs"
+
+
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
     from bench.run import row, say
 
-    healthy, drippers, per_dripper = (100, 10, 4) if quick else (300, 10, 8)
-    say(f"{healthy} healthy deliveries alone, then beside {drippers} drippers")
-    m = measure(healthy, drippers, per_dripper)
-    alone_p99, beside_p99 = percentile(m["alone"], 0.99), percentile(m["beside"], 0.99)
-    alone_rate, beside_rate = m["rates"]
+    runs, healthy, drippers, per_dripper = (1, 100, 10, 4) if quick else (RUNS, 100, 10, 8)
+    ratios, rates, most_open, measured = [], [], 0, []
+    for run in range(runs):
+        say(f"run {run + 1} of {runs}: {healthy} healthy deliveries alone, then beside "
+            f"{drippers} drippers")  # fmt: skip
+        m = measure(healthy, drippers, per_dripper)
+        alone_p99, beside_p99 = percentile(m["alone"], 0.99), percentile(m["beside"], 0.99)
+        alone_rate, beside_rate = m["rates"]
+        ratios.append(beside_p99 / alone_p99)
+        rates.append(beside_rate / alone_rate)
+        most_open = max(most_open, m["most_open"])
+        measured.append((alone_p99, beside_p99))
+    worst = max(range(runs), key=lambda n: ratios[n])
     where = f"{healthy} at {1 / PACE:.0f}/s, {m['backend']}"
+    each = " / ".join(f"{ratio:.2f}" for ratio in ratios)
     return [
         row(
             NAME,
-            f"healthy p99 beside {drippers} drippers ({where})",
-            1000 * beside_p99,
+            f"healthy p99 beside {drippers} drippers, the run of the worst ratio ({where})",
+            1000 * measured[worst][1],
             "ms",
-            reference=1000 * alone_p99,
-        ),
-        row(
-            NAME, "healthy p99, beside the drippers / alone", beside_p99 / alone_p99, "x", "<= 1.5"
+            reference=1000 * measured[worst][0],
         ),
         row(
             NAME,
-            "healthy deliveries/s, beside the drippers / alone",
-            beside_rate / alone_rate,
+            f"healthy p99, beside the drippers / alone, worst of {runs} runs ({each})",
+            max(ratios),
+            "x",
+            "<= 1.5",
+        ),
+        row(
+            NAME,
+            f"healthy deliveries/s, beside the drippers / alone, worst of {runs} runs",
+            min(rates),
             "x",
             ">= 0.9",
         ),
-        row(NAME, "most tries open at one dripper", m["most_open"], "", "<= 2"),
+        row(NAME, "most tries open at one dripper, all runs", most_open, "", "<= 2"),
     ]
 
 
