@@ -9,11 +9,13 @@ filesystem broker), with the default adaptive in-flight limits per endpoint.
 Sends agent replies (policy ``chat_api_message``) to a healthy receiver, which
 answers at once, at a steady pace, twice side by side in one run: alone, and
 while ten dripping receivers — 200, Content-Length 100000, Connection: close,
-then a byte every 0.5 s, as in the security review — each have several
-deliveries going. Prints p50/p99 of the healthy deliveries' time from enqueue
-to arrival at the receiver, in both runs, and their ratio (goal: p99 with the
-drippers within 1.5x of p99 without), and the healthy deliveries' rate
-beside the drippers over their rate alone (goal: at least 0.9). The runner
+then a byte every 0.5 s, as in the security review — and ten that read the
+request and never answer each have several deliveries going (measured
+once the worker has taken their messages: while they drip). Prints p50/p99
+of the healthy deliveries' time from enqueue to arrival at the receiver, in
+both runs, and their ratio (goal: p99 with the drippers within 1.5x of p99
+without), and the healthy deliveries' rate beside the drippers over their
+rate alone (goal: at least 0.9). The runner
 makes RUNS such runs one after the other (100 healthy deliveries each) and
 shows the worst of them: the issue asks for the goals in each of five
 consecutive runs.
@@ -82,6 +84,7 @@ def run_drippers(count: int, pipe: Connection) -> None:
     from tests.delivery.dripper import Dripper
 
     drippers = [Dripper("body_close", interval=0.5, limit=90).start() for _ in range(count)]
+    drippers += [Dripper("silent", limit=90).start() for _ in range(count)]  # never answer
     pipe.send([d.url() for d in drippers])
     while pipe.recv() != "stop":
         pipe.send([(len(d.open_now()), d.most_open) for d in drippers])
@@ -185,11 +188,28 @@ def measure(healthy: int, drippers: int, per_dripper: int) -> dict[str, Any]:
                                      body={"n": n}, policy="chat_api_message")  # fmt: skip
             # A dripper's limit starts at 2 and halves with its first time-out:
             # one try open at each is what holds from then on.
-            held = min(1, per_dripper) * drippers
+            held = min(1, per_dripper) * len(dripper_urls)
             deadline = time.monotonic() + 30
             while sum(now for now, _ in dripper_state()) < held:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the dripping receivers did not get their tries")
+                time.sleep(0.05)
+            # Measured while they drip, not while the worker takes the burst of
+            # messages that enqueued their deliveries: until each is in flight,
+            # asleep for a slot or waiting for its retry's time.
+            from django.utils import timezone
+
+            from delivery.models import Delivery
+
+            while Delivery.objects.filter(
+                purpose="bench.dripping",
+                status=Delivery.Status.PENDING,
+                waiting_for_slot=False,
+                locked_until__isnull=True,
+                next_attempt_at__lte=timezone.now(),
+            ).exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the worker did not take the drippers' deliveries")
                 time.sleep(0.05)
             beside, beside_rate = send_healthy(healthy, healthy_endpoint, receiver)
             state = dripper_state()
@@ -217,31 +237,55 @@ def measure(healthy: int, drippers: int, per_dripper: int) -> dict[str, Any]:
 RUNS = 5  # the issue's "in each of five consecutive runs"
 
 
+def _measure_into(result: Connection, healthy: int, drippers: int, per_dripper: int) -> None:
+    try:
+        result.send(measure(healthy, drippers, per_dripper))
+    except BaseException as error:
+        result.send(error)
+        raise
+
+
+def measured(healthy: int, drippers: int, per_dripper: int) -> dict[str, Any]:
+    """``measure`` in a process of its own: each run gets a fresh database,
+    its settings and its worker, none of them left over from the run before."""
+    context = get_context("spawn")
+    pipe, child_pipe = context.Pipe()
+    run = context.Process(target=_measure_into, args=(child_pipe, healthy, drippers, per_dripper))
+    run.start()
+    outcome = pipe.recv()
+    run.join(60)
+    if isinstance(outcome, BaseException):
+        raise outcome
+    result: dict[str, Any] = outcome
+    return result
+
+
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
     from bench.run import row, say
 
     runs, healthy, drippers, per_dripper = (1, 100, 10, 4) if quick else (RUNS, 100, 10, 8)
-    ratios, rates, most_open, measured = [], [], 0, []
+    ratios, rates, most_open, p99s = [], [], 0, []
     for run in range(runs):
         say(f"run {run + 1} of {runs}: {healthy} healthy deliveries alone, then beside "
             f"{drippers} drippers")  # fmt: skip
-        m = measure(healthy, drippers, per_dripper)
+        m = measured(healthy, drippers, per_dripper)
         alone_p99, beside_p99 = percentile(m["alone"], 0.99), percentile(m["beside"], 0.99)
         alone_rate, beside_rate = m["rates"]
         ratios.append(beside_p99 / alone_p99)
         rates.append(beside_rate / alone_rate)
         most_open = max(most_open, m["most_open"])
-        measured.append((alone_p99, beside_p99))
+        p99s.append((alone_p99, beside_p99))
     worst = max(range(runs), key=lambda n: ratios[n])
     where = f"{healthy} at {1 / PACE:.0f}/s, {m['backend']}"
     each = " / ".join(f"{ratio:.2f}" for ratio in ratios)
     return [
         row(
             NAME,
-            f"healthy p99 beside {drippers} drippers, the run of the worst ratio ({where})",
-            1000 * measured[worst][1],
+            f"healthy p99 beside {drippers} drippers and {drippers} silent, the run of the worst "
+            f"ratio ({where})",
+            1000 * p99s[worst][1],
             "ms",
-            reference=1000 * measured[worst][0],
+            reference=1000 * p99s[worst][0],
         ),
         row(
             NAME,
@@ -257,7 +301,7 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
             "x",
             ">= 0.9",
         ),
-        row(NAME, "most tries open at one dripper, all runs", most_open, "", "<= 2"),
+        row(NAME, "most tries open at one dripping or silent receiver", most_open, "", "<= 2"),
     ]
 
 

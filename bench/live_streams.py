@@ -365,7 +365,9 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
     from bench.run import row, say
     from bench.service import backend, scenario_env
 
-    visitors, agents, seconds, idle_for = (500, 20, 10, 5) if quick else (10_000, 100, 20, 10)
+    # 10 s of posts at 20 a second fan out to every open stream: enough
+    # events for the p99, and make bench has ten minutes in all.
+    visitors, agents, seconds, idle_for = (500, 20, 10, 5) if quick else (10_000, 100, 10, 5)
     rate = 20.0
     name = "6 live streams"
     with tempfile.TemporaryDirectory() as var:
