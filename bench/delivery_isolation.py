@@ -267,7 +267,7 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
     ratios, rates, most_open, p99s = [], [], 0, []
     for run in range(runs):
         say(f"run {run + 1} of {runs}: {healthy} healthy deliveries alone, then beside "
-            f"{drippers} drippers")  # fmt: skip
+            f"{drippers} dripping and {drippers} silent receivers")  # fmt: skip
         m = measured(healthy, drippers, per_dripper)
         alone_p99, beside_p99 = percentile(m["alone"], 0.99), percentile(m["beside"], 0.99)
         alone_rate, beside_rate = m["rates"]
