@@ -50,7 +50,9 @@ app.autodiscover_tasks()
 
 @task_prerun.connect
 @task_postrun.connect
-def close_old_connections(**kwargs: Any) -> None:
+def close_old_connections(sender: Any = None, **kwargs: Any) -> None:
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return  # run in its caller's thread and transaction (the tests' eager tasks)
     db.close_old_connections()
 
 
