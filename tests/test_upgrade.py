@@ -68,10 +68,13 @@ def git(*args: str) -> str:
 
 def previous_release() -> str:
     """The commit before the newest one (along main's first parents) that
-    brought migrations: the release this one's migrations upgrade."""
+    brought migrations — added a migration file, not changed one — : the
+    release this one's migrations upgrade."""
     if git("rev-parse", "--is-shallow-repository") == "true":
         git("fetch", "--quiet", "--unshallow")
-    newest = git("log", "--first-parent", "-1", "--format=%H", "--", "*/migrations/0*.py")
+    newest = git(
+        "log", "--first-parent", "-1", "--diff-filter=A", "--format=%H", "--", "*/migrations/0*.py"
+    )
     return git("rev-parse", f"{newest}^1")
 
 

@@ -2,14 +2,15 @@
 
 from django.db import migrations, models
 
-from config.migration_operations import AddIndexOnline
+from config.migration_operations import ATOMIC_UNLESS_POSTGRESQL, AddIndexOnline
 
 
 class Migration(migrations.Migration):
     # The count starts at 0 and no delivery holds a slot: tries in flight
     # while the upgrade runs are not counted, so an endpoint may have up to
     # twice its limit in flight until they end (docs/delivery.md).
-    atomic = False  # CONCURRENTLY runs outside a transaction
+    # CONCURRENTLY runs outside a transaction; SQLite's copy of the table in one.
+    atomic = ATOMIC_UNLESS_POSTGRESQL
 
     dependencies = [
         ("delivery", "0005_adaptive_in_flight_limit"),
