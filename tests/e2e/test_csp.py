@@ -191,6 +191,9 @@ def test_the_locked_sign_in_page_runs_under_the_policy(browser: Watched, staff: 
         page.get_by_label("Email").fill("admin@example.com")
         page.get_by_label("Password").fill("wrong password")
         page.get_by_role("button", name="Sign in").click()
+        # The click returns before the answer arrives: wait for it, the refusal
+        # or the lock, before looking (and before leaving the page).
+        expect(page.locator("p.error, [data-testid=signin-locked]")).to_be_visible()
         if page.get_by_test_id("signin-locked").count():
             break
         page = browser.open("/agent/login/")
