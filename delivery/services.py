@@ -77,14 +77,17 @@ SLOT_RECHECK = timedelta(seconds=60)
 CARRY_ON_SECONDS = 60.0
 # The order in which the broker hands out the delivery queue's messages
 # (a lower number first, on Redis as on the embedded broker:
-# config/broker.py). A try that may start now — a retry, a delivery
-# woken for a free slot or after its ordering key's earlier one — goes
-# before any new delivery's first message, so it never waits behind a
-# burst; a new delivery whose message would most likely only put it to
-# wait (``_pending_before``) goes last.
-PRIORITY_DUE = 0
-PRIORITY_NEW = 3
-PRIORITY_BEHIND = 6
+# config/broker.py; kombu's Redis transport knows the steps 0, 3, 6 and 9).
+# A retry goes first: its schedule is a promise (tries 3 s apart), and it
+# must not wait behind the wake-ups of a burst's chats. Then a try that may
+# start now — a delivery woken for a free slot or after its ordering key's
+# earlier one, or sent again by the sweep — before any new delivery's first
+# message, so it never waits behind a burst; a new delivery whose message
+# would most likely only put it to wait (``_pending_before``) goes last.
+PRIORITY_RETRY = 0
+PRIORITY_DUE = 3
+PRIORITY_NEW = 6
+PRIORITY_BEHIND = 9
 # A message may run a little before the row's due time (clocks of two hosts).
 EARLY_TOLERANCE = timedelta(milliseconds=500)
 Status = Delivery.Status
@@ -1018,7 +1021,7 @@ def _schedule(
         holds_slot=delivery.holds_slot,
     )
     if soon and not kept:
-        _dispatch_on_commit(delivery.pk, countdown=countdown)
+        _dispatch_on_commit(delivery.pk, countdown=countdown, priority=PRIORITY_RETRY)
     _log("delivery.retry_scheduled", id=delivery.pk, seconds=round(countdown, 3), kept=kept)
     return kept
 

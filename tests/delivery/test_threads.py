@@ -69,16 +69,22 @@ def _delivered(deliveries: list[Delivery]) -> bool:
     return Delivery.objects.filter(pk__in=pks, status="delivered").count() == len(pks)
 
 
+@pytest.mark.parametrize("chats", [0, 10], ids=["no-order", "ten-chats"])
 def test_a_retry_come_due_does_not_wait_for_another_endpoints_tries(
-    two_threads: Worker, target: Target
+    two_threads: Worker, target: Target, chats: int
 ) -> None:
+    """With ``chats``, the burst is the replies of that many chats, each in
+    its order: as each ends, its chat's next is woken by a message."""
     target.respond(_busy_or_failing)
     failing_endpoint, _ = services.create_endpoint(url=target.url("/failing"))
     busy_endpoint, _ = services.create_endpoint(url=target.url("/busy"))
     failing = send(failing_endpoint, policy="chat_api_message")  # tries due at 0, 3 and 6 s
     target.wait_for(1)
 
-    burst = [send(busy_endpoint, {"n": n}) for n in range(BURST)]
+    burst = [
+        send(busy_endpoint, {"n": n}, ordering_key=f"chat-{n % chats}" if chats else "")
+        for n in range(BURST)
+    ]
     wait_for(lambda: Delivery.objects.get(pk=failing.pk).is_final, timeout=40)
 
     failing.refresh_from_db()
