@@ -1,6 +1,7 @@
 """Scenario 3, outbound throughput: agent replies (A3) to ONE integrator
 endpoint that answers each request after 100 ms, delivered by the Procfile's
-``delivery`` worker, beside what the same receiver serves a direct client.
+``delivery`` worker — one process per CPU, as docs/operations.md runs it on
+a worker machine — beside what the same receiver serves a direct client.
 
 A burst of REPLIES agent replies, round-robin over CHATS active chats (one
 integrator, many chats: each chat keeps its order, the chats go in
@@ -12,7 +13,7 @@ within LIMIT seconds. The reference is the receiver's own capacity, measured
 in the same run by CLIENTS threads of this process posting to it directly.
 Beside it: the most requests the receiver had in flight at once, the
 endpoint's adaptive in-flight limit once the burst was drained, and the
-delivery worker's CPU time per delivery (its bookkeeping and its HTTP).
+delivery workers' CPU time per delivery (their bookkeeping and their HTTP).
 
 Scenario 5, the retry schedule, runs beside it: as the worker starts on the
 burst, one agent reply goes to a second integrator that answers 500 at once.
@@ -38,7 +39,7 @@ import requests
 
 from bench.reply_latency import active_chats
 from bench.run import row, say
-from bench.service import Service, backend, scenario_env
+from bench.service import Service, backend, per_core, scenario_env
 
 NAME = "3 outbound"
 RETRIES = "5 retry schedule"
@@ -201,11 +202,12 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
             reference = capacity(receiver, 3.0 if quick else 5.0)
             receiver.clear()
             say(f"starting the delivery worker; it drains {replies} deliveries")
-            with Service(env, Path(var) / "logs", ("delivery",)) as service:
-                began = service.cpu_seconds(("delivery",))
+            workers = per_core("delivery")
+            with Service(env, Path(var) / "logs", workers) as service:
+                began = service.cpu_seconds(workers)
                 posted, message = time.monotonic(), post_failing()
                 rate, arrived, seconds = drain(receiver, replies)
-                cpu = service.cpu_seconds(("delivery",)) - began
+                cpu = service.cpu_seconds(workers) - began
                 tries, seen = retry_schedule(failing, message, posted)
             say(f"{arrived} arrived in {seconds:.1f} s")
             from delivery.models import Endpoint
@@ -230,7 +232,12 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
         ),
         row(NAME, "most requests in flight to it at once", receiver.peak, "", ">= 100"),
         row(NAME, "its in-flight limit after the burst", limit, "", ""),
-        row(NAME, "delivery worker's CPU per delivery", 1000 * cpu / max(arrived, 1), "ms"),
+        row(
+            NAME,
+            f"delivery workers' CPU per delivery ({len(per_core('delivery'))} processes)",
+            1000 * cpu / max(arrived, 1),
+            "ms",
+        ),
         row(
             RETRIES,
             "tries to a failing integrator during the burst: "

@@ -84,12 +84,17 @@ def fresh_database(url: str, template_url: str) -> None:
 
 
 def migrate(url: str) -> None:
-    """``manage.py migrate`` on the database ``url`` when it lacks a migration."""
+    """``manage.py migrate`` on the database ``url`` when it lacks a migration;
+    looked at once a run (BENCH_MIGRATED, which the processes a scenario
+    spawns inherit)."""
+    if os.environ.get("BENCH_MIGRATED") == url:
+        return
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING"}
     check = [PY, "manage.py", "migrate", "--check"]
     if subprocess.run(check, cwd=ROOT, env=env, capture_output=True).returncode:
         subprocess.run([PY, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
                        check=True, capture_output=True)  # fmt: skip
+    os.environ["BENCH_MIGRATED"] = url
 
 
 def empty_redis(url: str) -> None:
@@ -145,12 +150,22 @@ class Node:
     cpus: str = ""
 
 
+def per_core(process: str) -> tuple[str, ...]:
+    """One instance of the Procfile's ``process`` for each CPU of this machine,
+    as docs/operations.md runs the delivery worker: ``delivery.1``,
+    ``delivery.2``, ... (a Service runs each as ``process``)."""
+    return tuple(f"{process}.{n}" for n in range(1, (os.cpu_count() or 1) + 1))
+
+
 def command_line(process: str, command: str, node: Node | None = None) -> str:
     """The Procfile's ``command`` of ``process`` as bash runs it: as written,
-    or on ``node``'s CPUs, a Celery worker named after its process and node."""
+    or on ``node``'s CPUs; a Celery worker named after its process (an
+    instance of ``per_core``'s) and node."""
+    worker = command.startswith("celery ") and " worker " in command
     if node is None:
-        return f"exec {command}"
-    if command.startswith("celery ") and " worker " in command:
+        named = worker and "." in process
+        return f"exec {command}" + (f" -n {process}@%h" if named else "")
+    if worker:
         command += f" -n {process}.{node.name}@%h"
     return f"exec taskset -c {node.cpus} {command}" if node.cpus else f"exec {command}"
 
@@ -188,7 +203,8 @@ class Service:
             for name in processes:
                 log = logs / f"{name}.log"
                 self.processes[name] = subprocess.Popen(
-                    ["bash", "-c", command_line(name, commands[name], node)], cwd=ROOT, env=env,
+                    ["bash", "-c", command_line(name, commands[name.partition(".")[0]], node)],
+                    cwd=ROOT, env=env,
                     stdout=log.open("wb"), stderr=subprocess.STDOUT,
                 )  # fmt: skip
             if wait:
