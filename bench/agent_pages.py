@@ -255,7 +255,7 @@ async def watch(
 
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
     # Half a minute: the figures are rates per minute, and make bench has ten.
-    agents, seconds = (10, 15) if quick else (50, 30)
+    agents, seconds = (10, 15) if quick else (50, 20)
     rate = agents * CHATS / 60  # one message a minute per open chat
     with tempfile.TemporaryDirectory() as var:
         env = scenario_env("agent_pages", var, CHAT_API_RATE_LIMIT_PER_SECOND="0")

@@ -133,8 +133,8 @@ def run(
 
 
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
-    messages = 300 if quick else 1500
-    replies = 200 if quick else 600
+    messages = 300 if quick else 1000
+    replies = 200 if quick else 400
     limit = 45.0 if quick else 90.0
     load_before = os.getloadavg()[0]
     # A receiver (an endpoint) per run: a delivery the first run left

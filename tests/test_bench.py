@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from bench import run
-from bench.service import Node, command_line, database_url, procfile
+from bench.service import Node, command_line, database_url, per_core, procfile
 
 ROWS = [
     run.row("1 inbound", "A2 / A1", 0.52, "x", ">= 0.6"),
@@ -84,6 +85,16 @@ def test_a_node_pins_its_processes_and_names_its_celery_workers() -> None:
         f"exec taskset -c 1 {commands['delivery']} -n delivery.node2@%h"
     )
     assert command_line("worker", commands["worker"], Node("node1")).endswith(" -n worker.node1@%h")
+
+
+def test_a_worker_run_once_per_core_has_a_celery_name_per_instance() -> None:
+    commands = procfile()
+    instances = per_core("delivery")
+
+    assert len(instances) == (os.cpu_count() or 1) and instances[0] == "delivery.1"
+    assert command_line("delivery.2", commands["delivery"]) == (
+        f"exec {commands['delivery']} -n delivery.2@%h"
+    )
 
 
 def test_each_scenario_has_a_database_named_after_it() -> None:
