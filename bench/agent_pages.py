@@ -254,7 +254,7 @@ async def watch(
 
 
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
-    # Half a minute: the figures are rates per minute, and make bench has ten.
+    # 20 s: the figures are rates per minute, and make bench has ten minutes.
     agents, seconds = (10, 15) if quick else (50, 20)
     rate = agents * CHATS / 60  # one message a minute per open chat
     with tempfile.TemporaryDirectory() as var:

@@ -126,7 +126,7 @@ def statements(paths: dict[str, Any]) -> dict[str, int]:
 
 
 def scenario(quick: bool = False) -> list[dict[str, Any]]:
-    reads = 300 if quick else 1500
+    reads = 300 if quick else 1000
     messages = 300 if quick else 1000
     with tempfile.TemporaryDirectory() as var:
         env = scenario_env("inbound", var)
