@@ -234,7 +234,7 @@ def scenario(quick: bool = False) -> list[dict[str, Any]]:
         row(NAME, "its in-flight limit after the burst", limit, "", ""),
         row(
             NAME,
-            f"delivery workers' CPU per delivery ({len(per_core('delivery'))} processes)",
+            f"delivery workers' CPU per delivery ({len(workers)} processes)",
             1000 * cpu / max(arrived, 1),
             "ms",
         ),
